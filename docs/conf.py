@@ -1,0 +1,119 @@
+"""Sphinx configuration of torch-pitfalls (English source; Chinese through gettext catalogs).
+
+Build both languages with ``nox -s docs``; one language by hand with
+``sphinx-build -W --keep-going -n -D language=zh_CN docs docs/_build/html/zh_CN``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+DOCS = Path(__file__).resolve().parent
+ROOT = DOCS.parent
+sys.path.insert(0, str(DOCS / "_ext"))
+
+import pitfalls_sphinx  # noqa: E402
+import torch  # noqa: E402
+
+project = "torch-pitfalls"
+author = "the torch-pitfalls contributors"
+copyright = "2026, the torch-pitfalls contributors"
+release = version = "0.1"
+
+extensions = [
+    "myst_nb",
+    "sphinx.ext.autodoc",
+    "sphinx.ext.napoleon",
+    "sphinx.ext.intersphinx",
+    "sphinx_gallery.gen_gallery",
+    "sphinx_copybutton",
+    "pitfalls_sphinx",
+]
+
+exclude_patterns = ["_build", "**.ipynb_checkpoints", "auto_examples/**/*.ipynb"]
+templates_path = ["_templates"]
+html_static_path = ["_static"]
+
+# -- Languages ------------------------------------------------------------------------------------
+language = "en"
+locale_dirs = ["locale/"]
+gettext_compact = False  # one catalog per page, mirroring the source tree
+gettext_uuid = False
+gettext_location = False  # stable catalogs: no source line numbers in the .po files
+
+# -- Cross-references, resolved offline ---------------------------------------------------------
+nitpicky = True
+intersphinx_mapping = {
+    "python": ("https://docs.python.org/3.11/", str(DOCS / "_inventories" / "python.inv")),
+    "torch": (
+        "https://docs.pytorch.org/docs/stable/",
+        str(
+            pitfalls_sphinx.compile_inventory(
+                DOCS / "_inventories" / "torch.txt", DOCS / "_build" / "inventories" / "torch.inv"
+            )
+        ),
+    ),
+}
+intersphinx_timeout = 1
+# Undocumented in the Python docs, so absent from their inventory.
+nitpick_ignore = [("py:class", "warnings.WarningMessage")]
+
+# -- API reference of the helpers -----------------------------------------------------------------
+autodoc_typehints = "description"
+autodoc_member_order = "bysource"
+napoleon_google_docstring = True
+napoleon_numpy_docstring = False
+napoleon_custom_sections = [("Shapes", "Notes")]
+
+# -- MyST pages (myst-nb executes the pages that are notebooks: the home page) ------------------
+myst_enable_extensions = ["colon_fence", "deflist"]
+myst_heading_anchors = 3
+nb_execution_mode = "force"  # one small cell; its output must match the installed torch
+nb_execution_timeout = 120
+nb_execution_raise_on_error = True
+nb_execution_show_tb = True
+nb_merge_streams = True
+
+# -- Gallery ------------------------------------------------------------------------------------
+sphinx_gallery_conf = {
+    "examples_dirs": str(ROOT / "examples"),
+    "gallery_dirs": "auto_examples",
+    "filename_pattern": r"/plot_",
+    "within_subsection_order": "pitfalls_sphinx.CatalogOrder",
+    "download_all_examples": True,
+    "remove_config_comments": True,
+    "reset_modules": ("matplotlib",),
+    "show_memory": False,
+    "show_api_usage": False,
+    "min_reported_time": 10**9,  # run times vary: keep them out of the pages (and the catalogs)
+    "write_computation_times": False,
+    "first_notebook_cell": "# pip install torch torch-pitfalls",
+    "line_numbers": False,
+    "plot_gallery": "True",
+    "abort_on_example_error": False,
+    "only_warn_on_example_error": False,
+}
+
+# -- HTML ---------------------------------------------------------------------------------------
+html_theme = "pydata_sphinx_theme"
+html_title = "torch-pitfalls"
+html_last_updated_fmt = None
+html_show_sourcelink = False
+html_theme_options = {
+    "navigation_with_keys": False,
+    "show_toc_level": 2,
+    "navbar_align": "left",
+    "footer_start": ["copyright"],
+    "footer_end": ["sphinx-version"],
+    "secondary_sidebar_items": ["page-toc", "sg_download_links", "sg_launcher_links"],
+}
+html_context = {"default_mode": "auto"}
+
+copybutton_prompt_text = r">>> |\.\.\. "
+copybutton_prompt_is_regexp = True
+copybutton_only_copy_prompt_lines = True
+
+rst_prolog = f"""
+.. |torch_version| replace:: {torch.__version__}
+"""

@@ -1,0 +1,347 @@
+"""
+.. _backward-step-zero-grad:
+
+One training step, and clearing gradients
+=========================================
+
+A training step is three calls: :meth:`~torch.Tensor.backward` computes gradients,
+:meth:`optimizer.step() <torch.optim.Optimizer.step>` uses them, and
+:meth:`optimizer.zero_grad() <torch.optim.Optimizer.zero_grad>` clears them.
+Forget the last one and nothing fails: backward adds the new gradients to the old ones, and the
+optimizer takes steps that are too large, in directions mixed from several batches.
+Clear them the modern way and code written for older releases can break, because a cleared
+gradient is now ``None`` rather than a tensor of zeros.
+
+.. admonition:: What you will learn
+
+   * that :meth:`~torch.Tensor.backward` *adds* into :attr:`~torch.Tensor.grad`, and what
+     :meth:`~torch.optim.Optimizer.step` does with it, checked number by number;
+   * why a network whose parameters all share one constant gets no gradient in its convolutions;
+   * what changed in PyTorch 2.0 about ``zero_grad()``, and when ``set_to_none`` matters;
+   * when :meth:`model.zero_grad() <torch.nn.Module.zero_grad>` and
+     :meth:`optimizer.zero_grad() <torch.optim.Optimizer.zero_grad>` differ.
+
+.. admonition:: Prerequisites
+
+   :ref:`requires-grad-propagation` (which tensors get a gradient) and :ref:`freezing-layers`
+   (an optimizer that holds only some parameters).
+
+Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`,
+:func:`~torch_pitfalls.expect_raises`, :class:`~torch_pitfalls.TwoConvNet`.
+"""
+
+# %%
+# The symptom
+# -----------
+#
+# The network is :class:`~torch_pitfalls.TwoConvNet`: two 3×3 convolutions (3→16→32 channels) and
+# a linear classifier to 20 classes.
+# The batch is 8 images of 3×10×10 filled with ones, and every target is class 1.
+# Before any backward, no parameter has a gradient: :attr:`~torch.Tensor.grad` is ``None``.
+import torch
+import torch.nn.functional as F
+
+from torch_pitfalls import TwoConvNet, expect_raises, get_device, seed_everything
+
+seed_everything(0)
+device = get_device()
+print(f"device: {device}")
+
+net = TwoConvNet().to(device)
+images = torch.ones(8, 3, 10, 10, device=device)
+targets = torch.ones(8, dtype=torch.long, device=device)
+grads_before_backward = {name: p.grad for name, p in net.named_parameters()}
+print("grad before backward:", grads_before_backward)
+assert all(g is None for g in grads_before_backward.values())
+
+# %%
+# One backward fills every :attr:`~torch.Tensor.grad`.
+# **A second backward on the same batch, without clearing in between, gives gradients exactly
+# twice as large.**
+# (On a GPU, cuDNN may pick convolution algorithms whose sums are not bit-for-bit reproducible, so
+# this cell asks it for deterministic ones; on the CPU the setting changes nothing.)
+
+with torch.backends.cudnn.flags(enabled=True, deterministic=True):
+    F.cross_entropy(net(images), targets).backward()
+    first_grads = {name: p.grad.clone() for name, p in net.named_parameters()}
+    F.cross_entropy(net(images), targets).backward()  # no zero_grad() in between
+doubled = {name: torch.equal(p.grad, 2 * first_grads[name]) for name, p in net.named_parameters()}
+print("grad after the second backward == 2 × grad after the first:", doubled)
+assert all(doubled.values())
+
+# %%
+# The next :meth:`~torch.optim.Optimizer.step` would move every weight twice as far as one batch
+# asks for.
+# In a training loop the gradients of every past batch keep piling up.
+#
+# Why
+# ---
+#
+# **Backward accumulates: it adds each new gradient to** :attr:`~torch.Tensor.grad` **instead of
+# replacing it.**
+# That is deliberate: it is how gradients of several batches are summed on purpose
+# (:ref:`gradient-accumulation`).
+# Clearing is the caller's job.
+# Here is one full step, in order, on a freshly seeded network with the default initialisation,
+# and :class:`torch.optim.SGD` with learning rate 1.0.
+
+seed_everything(0)
+net = TwoConvNet().to(device)
+optimizer = torch.optim.SGD(net.parameters(), lr=1.0)
+loss_before = F.cross_entropy(net(images), targets)
+loss_before.backward()
+grad_norms = {name: p.grad.norm().item() for name, p in net.named_parameters()}
+print("gradient norms after backward:", grad_norms)
+assert all(n > 0 for n in grad_norms.values())
+
+# %%
+# :meth:`~torch.optim.Optimizer.step` applies ``w ← w − lr · grad`` to every parameter.
+# We check it against a copy of the weights taken just before the step.
+
+weights_before = {name: p.detach().clone() for name, p in net.named_parameters()}
+optimizer.step()
+for name, p in net.named_parameters():
+    torch.testing.assert_close(p.detach(), weights_before[name] - 1.0 * p.grad)
+changed = [name for name, p in net.named_parameters() if not torch.equal(p, weights_before[name])]
+print("parameters changed by the step:", changed)
+assert changed == [name for name, _ in net.named_parameters()]
+
+# %%
+# A learning rate of 1.0 is far too large for this network: the step overshoots, and the loss on
+# the very same batch goes up.
+# The point here is the mechanics, which are the same at any learning rate.
+
+loss_after = F.cross_entropy(net(images), targets)
+print(f"loss on the batch: {loss_before.item():.4f} before the step, {loss_after.item():.4f} after")
+assert loss_after > loss_before
+
+# %%
+# Last, :meth:`~torch.optim.Optimizer.zero_grad` clears the gradients for the next step.
+
+optimizer.zero_grad()
+grads_after_zero_grad = {name: p.grad for name, p in net.named_parameters()}
+print("grad after zero_grad():", grads_after_zero_grad)
+assert all(g is None for g in grads_after_zero_grad.values())
+
+# %%
+# Every parameter set to one constant
+# -----------------------------------
+#
+# Classic write-ups of this walkthrough initialise every parameter to the same constant and print
+# clearly non-zero gradients for the convolutions.
+# We do the same with :func:`torch.nn.init.constant_` (the constant 0.01) and look at the largest
+# gradient of each parameter.
+# To see the gradient that reaches the features (the classifier's input), we run the layers one
+# by one and call :meth:`~torch.Tensor.retain_grad` on the features.
+
+const_net = TwoConvNet().to(device)
+for p in const_net.parameters():
+    torch.nn.init.constant_(p, 0.01)
+features = const_net.conv2(const_net.conv1(images)).flatten(1)
+features.retain_grad()
+const_logits = const_net.fc(features)
+F.cross_entropy(const_logits, targets).backward()
+const_max = {name: p.grad.abs().max().item() for name, p in const_net.named_parameters()}
+feature_grad_max = features.grad.abs().max().item()
+print("largest |grad| per parameter:", const_max)
+print("largest |grad| reaching the features:", feature_grad_max)
+
+# %%
+# The classifier gets real gradients; the convolutions get gradients that are smaller by many
+# orders of magnitude, at the level of float rounding.
+# The reason lies in the arithmetic, not in a PyTorch version.
+
+conv_to_fc = max(const_max["conv1.weight"], const_max["conv2.weight"]) / const_max["fc.weight"]
+print(f"largest conv |grad| / largest fc.weight |grad|: {conv_to_fc:.2e}")
+assert const_max["fc.weight"] > 0.1
+assert conv_to_fc < 1e-5
+assert feature_grad_max / const_max["fc.weight"] < 1e-5
+
+# %%
+# Why: with every weight equal, the 20 rows of the classifier are identical, so all 20 logits are
+# equal and softmax gives every class the same probability, ``1/20``.
+# For cross-entropy, the gradient of the loss with respect to logit ``j`` is ``(p_j − y_j) / N``,
+# where ``y`` is the one-hot target.
+# The gradient reaching feature ``k`` sums these over the classes, weighted by ``W[j, k] = c``:
+# ``c · Σ_j (p_j − y_j) / N``.
+# Both ``p`` and ``y`` sum to one, so **with identical classifier rows the gradient reaching the
+# features is zero**, and so is everything behind it: the convolutions.
+# What is left is float rounding: 20 float probabilities need not add up to exactly one.
+
+probs = const_logits.detach().softmax(dim=1)
+print("softmax of the first image:", probs[0])
+torch.testing.assert_close(probs, torch.full_like(probs, 1 / 20))
+sum_p_minus_y = (probs - F.one_hot(targets, 20)).sum(dim=1)
+print("sum over classes of p − y, per image:", sum_p_minus_y)
+assert sum_p_minus_y.abs().max() < 1e-6
+
+# %%
+# The argument needs the classifier's rows to be identical.
+# Give the classifier its random default initialisation and set only the convolutions to the
+# constant: now the convolutions get clearly non-zero gradients.
+# That is one way a write-up could have printed non-zero convolution gradients; we cannot tell
+# what the classic ones actually ran.
+
+seed_everything(0)
+mixed_net = TwoConvNet().to(device)
+torch.nn.init.constant_(mixed_net.conv1.weight, 0.01)
+torch.nn.init.constant_(mixed_net.conv2.weight, 0.01)
+F.cross_entropy(mixed_net(images), targets).backward()
+mixed_max = {name: p.grad.abs().max().item() for name, p in mixed_net.named_parameters()}
+mixed_conv_to_fc = (
+    max(mixed_max["conv1.weight"], mixed_max["conv2.weight"]) / mixed_max["fc.weight"]
+)
+print("largest |grad| per parameter:", mixed_max)
+print(f"largest conv |grad| / largest fc.weight |grad|: {mixed_conv_to_fc:.2e}")
+assert mixed_conv_to_fc > 1e-3
+
+# %%
+# The walkthrough above used the seeded default initialisation instead, which gives every layer a
+# real gradient.
+#
+# Changed in PyTorch 2.0: cleared gradients are ``None``
+# ------------------------------------------------------
+#
+# Since PyTorch 2.0, :meth:`~torch.optim.Optimizer.zero_grad` and
+# :meth:`~torch.nn.Module.zero_grad` default to ``set_to_none=True``: they set
+# :attr:`~torch.Tensor.grad` to ``None`` instead of filling it with zeros
+# (`release notes <https://github.com/pytorch/pytorch/releases/tag/v2.0.0>`_).
+# **Code that reads or edits** ``.grad`` **after** ``zero_grad()`` **now finds** ``None``, for
+# example an old loop that zeroes gradients by hand:
+
+optimizer.zero_grad()
+print("conv1.weight.grad after zero_grad():", net.conv1.weight.grad)
+assert net.conv1.weight.grad is None
+with expect_raises(AttributeError, "'NoneType' object has no attribute 'zero_'"):
+    net.conv1.weight.grad.zero_()
+
+# %%
+# Such code should check ``p.grad is not None`` first, or ask for zeros with
+# ``zero_grad(set_to_none=False)``.
+# The two settings also differ for the optimizer: it skips every parameter whose gradient is
+# ``None``, but a gradient of zeros is a real gradient.
+# For plain SGD a zero gradient changes nothing, but SGD with momentum and Adam keep moving the
+# weights with the state they carry from earlier steps.
+# We take one real step, clear, and call :meth:`~torch.optim.Optimizer.step` again.
+
+
+def moves_after_clearing(make_optimizer, set_to_none):
+    """Whether a step() right after zero_grad(set_to_none=...) still changes the weights."""
+    seed_everything(0)
+    model = TwoConvNet().to(device)
+    opt = make_optimizer(model.parameters())
+    F.cross_entropy(model(images), targets).backward()
+    opt.step()
+    opt.zero_grad(set_to_none=set_to_none)
+    before = [p.detach().clone() for p in model.parameters()]
+    opt.step()
+    return any(not torch.equal(b, p) for b, p in zip(before, model.parameters(), strict=True))
+
+
+optimizers = {
+    "SGD": lambda params: torch.optim.SGD(params, lr=1.0),
+    "SGD, momentum=0.9": lambda params: torch.optim.SGD(params, lr=1.0, momentum=0.9),
+    "Adam": lambda params: torch.optim.Adam(params, lr=1e-3),
+}
+moves = {
+    (name, set_to_none): moves_after_clearing(make, set_to_none)
+    for name, make in optimizers.items()
+    for set_to_none in (True, False)
+}
+for (name, set_to_none), moved in moves.items():
+    print(f"{name:18} set_to_none={set_to_none!s:5}  weights move on the next step: {moved}")
+assert not any(moved for (_, set_to_none), moved in moves.items() if set_to_none)
+assert moves == {
+    ("SGD", True): False,
+    ("SGD", False): False,
+    ("SGD, momentum=0.9", True): False,
+    ("SGD, momentum=0.9", False): True,
+    ("Adam", True): False,
+    ("Adam", False): True,
+}
+
+# %%
+# In an ordinary loop every parameter gets a fresh gradient at every step, so this difference
+# matters for parameters that got no gradient in this step (a frozen layer, an unused branch).
+# There, ``None`` means "leave this parameter alone" and zeros mean "step with momentum only".
+#
+# The fix
+# -------
+#
+# **Clear the gradients once per step, before the backward: zero_grad, forward, backward, step.**
+# Repeat the two backward passes of the symptom with a ``zero_grad()`` before each: the second
+# gives the same gradients as the first, not twice them.
+
+seed_everything(0)
+net = TwoConvNet().to(device)
+optimizer = torch.optim.SGD(net.parameters(), lr=0.01)
+cleared_grads = []
+for _ in range(2):
+    optimizer.zero_grad()
+    F.cross_entropy(net(images), targets).backward()
+    cleared_grads.append({name: p.grad.clone() for name, p in net.named_parameters()})
+for name, g in cleared_grads[1].items():
+    torch.testing.assert_close(g, cleared_grads[0][name])
+    assert not torch.allclose(g, 2 * cleared_grads[0][name])
+print("second backward, after zero_grad(), gives the same gradients as the first")
+
+# %%
+# The whole loop, with a learning rate that suits this network (0.01): the loss on the batch
+# falls at every step.
+
+losses = []
+for _ in range(3):
+    optimizer.zero_grad()
+    loss = F.cross_entropy(net(images), targets)
+    loss.backward()
+    optimizer.step()
+    losses.append(loss.item())
+print("loss at each step:", losses)
+assert losses[0] > losses[1] > losses[2]
+
+# %%
+# Which ``zero_grad`` to call?
+# :meth:`model.zero_grad() <torch.nn.Module.zero_grad>` clears every parameter of the model;
+# :meth:`optimizer.zero_grad() <torch.optim.Optimizer.zero_grad>` clears the parameters the
+# optimizer holds.
+# When the optimizer holds all the parameters they do the same thing.
+# When it holds only some, say only the classifier, the others keep their gradients and go on
+# accumulating:
+
+
+def grads_left(optimizer_params, clear):
+    """Names of the parameters that still have a gradient after ``clear`` is called."""
+    seed_everything(0)
+    model = TwoConvNet().to(device)
+    opt = torch.optim.SGD(optimizer_params(model), lr=1.0)
+    F.cross_entropy(model(images), targets).backward()
+    if clear == "model":
+        model.zero_grad()
+    else:
+        opt.zero_grad()
+    return [name for name, p in model.named_parameters() if p.grad is not None]
+
+
+left = {
+    (holds, clear): grads_left(params, clear)
+    for holds, params in {
+        "all parameters": lambda m: m.parameters(),
+        "fc only": lambda m: m.fc.parameters(),
+    }.items()
+    for clear in ("model", "optimizer")
+}
+for (holds, clear), names in left.items():
+    print(f"optimizer holds {holds:14}  {clear}.zero_grad()  leaves a gradient on: {names}")
+assert left[("all parameters", "model")] == left[("all parameters", "optimizer")] == []
+assert left[("fc only", "model")] == []
+assert left[("fc only", "optimizer")] == ["conv1.weight", "conv2.weight"]
+
+# %%
+# Takeaway
+# --------
+#
+# **Backward adds to the gradients: call** ``optimizer.zero_grad()`` **once per step, before
+# the backward, or the gradients of past batches pile up.**
+# Since PyTorch 2.0 a cleared gradient is ``None``, not zeros: check for ``None`` before touching
+# ``.grad``, and remember that zeros still let momentum and Adam move the weights.
+# Use ``model.zero_grad()`` when the optimizer does not hold every parameter.

@@ -1,0 +1,136 @@
+"""
+.. _data-vs-detach:
+
+``tensor.data`` versus ``tensor.detach()``
+==========================================
+
+Both ``tensor.data`` and :meth:`tensor.detach() <torch.Tensor.detach>`
+give a tensor that shares storage with the original and is cut from the graph.
+Edit one of them in place and they behave very differently:
+autograd notices the edit made through ``detach()``, but an edit through ``.data`` goes unseen and
+backward quietly returns a wrong gradient.
+
+.. admonition:: What you will learn
+
+   * what autograd's version counter is, and which of the two it protects;
+   * why ``.data`` can produce a wrong gradient without any error;
+   * what to write instead of ``.data`` when initialising parameters.
+
+.. admonition:: Prerequisites
+
+   :ref:`requires-grad-propagation` (what a graph records).
+
+Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`,
+:func:`~torch_pitfalls.expect_raises`.
+"""
+
+# %%
+# The symptom
+# -----------
+#
+# :meth:`~torch.Tensor.sigmoid` saves its output for backward, because its derivative is
+# ``σ'(a) = σ(a) · (1 − σ(a))``.
+# We take a detached view of that output and set it to zero in place, then call backward.
+import torch
+
+from torch_pitfalls import expect_raises, get_device, seed_everything
+
+seed_everything(0)
+device = get_device()
+print(f"device: {device}")
+
+a = torch.tensor([1.0, 2.0, 3.0], device=device, requires_grad=True)
+out = a.sigmoid()
+view = out.detach()
+_ = view.zero_()
+print("out:", out)
+
+with expect_raises(RuntimeError, "modified by an inplace operation"):
+    out.sum().backward()
+
+# %%
+# Backward refuses: the output it needs has been changed.
+# Now the same edit through ``.data``:
+
+a = torch.tensor([1.0, 2.0, 3.0], device=device, requires_grad=True)
+out = a.sigmoid()
+expected_grad = (out * (1 - out)).detach().clone()  # the correct gradient, saved before the edit
+_ = out.data.zero_()
+out.sum().backward()
+grad_via_data = a.grad.clone()
+print("gradient after editing .data:", grad_via_data)
+print("correct gradient:            ", expected_grad)
+assert torch.count_nonzero(grad_via_data) == 0
+assert not torch.allclose(grad_via_data, expected_grad)
+
+# %%
+# No error, and every gradient is zero instead of ``σ(a) · (1 − σ(a))``.
+# An optimizer would then take a step with this wrong gradient.
+#
+# Why
+# ---
+#
+# Every tensor carries a **version counter** (``tensor._version``) that each in-place operation
+# increments. When autograd saves a tensor for backward it also records that version;
+# at backward it compares the two and raises if they differ.
+# ``detach()`` returns a new tensor that shares both the storage *and* the version counter,
+# so the edit is counted. ``.data`` also shares the storage but has a version counter of its own:
+# the original's version stays where it was and autograd cannot tell that the saved values changed.
+
+a = torch.tensor([1.0, 2.0, 3.0], device=device, requires_grad=True)
+out = a.sigmoid()
+version_before = out._version
+_ = out.detach().zero_()
+version_after_detach = out._version
+_ = out.data.zero_()
+version_after_data = out._version
+print(
+    f"version of out: {version_before} at first, {version_after_detach} after the edit "
+    f"through detach(), {version_after_data} after the edit through .data"
+)
+assert (version_before, version_after_detach, version_after_data) == (0, 1, 1)
+
+# %%
+# Both share storage with ``out``: the same memory address.
+print("same storage:", out.detach().data_ptr() == out.data_ptr() == out.data.data_ptr())
+assert out.detach().data_ptr() == out.data_ptr() == out.data.data_ptr()
+
+# %%
+# The fix
+# -------
+#
+# Use :meth:`~torch.Tensor.detach` whenever you need a tensor outside the graph, and
+# **never modify a tensor in place while the graph still needs it**. If you need to change the
+# values, work on a copy: ``detach().clone()``.
+
+a = torch.tensor([1.0, 2.0, 3.0], device=device, requires_grad=True)
+out = a.sigmoid()
+scratch = out.detach().clone()
+_ = scratch.zero_()
+out.sum().backward()
+print("gradient:", a.grad)
+torch.testing.assert_close(a.grad, expected_grad)
+
+# %%
+# The old use of ``.data`` was to change parameters without autograd recording it,
+# for example in custom initialisation.
+# Today, do that under :class:`torch.no_grad`, or with the functions of :mod:`torch.nn.init`,
+# which do exactly that for you:
+
+layer = torch.nn.Linear(4, 2).to(device)
+with torch.no_grad():
+    layer.weight.fill_(0.5)
+torch.nn.init.zeros_(layer.bias)
+print("weight:", layer.weight)
+print("bias:", layer.bias)
+print("still a leaf that requires grad:", layer.weight.is_leaf and layer.weight.requires_grad)
+assert layer.weight.is_leaf and layer.weight.requires_grad
+
+# %%
+# Takeaway
+# --------
+#
+# **``.detach()`` shares the version counter, so autograd catches in-place edits; ``.data``
+# does not, so they silently corrupt gradients.**
+# Use ``detach()`` (and ``clone()`` before editing), and ``torch.no_grad()`` or ``torch.nn.init``
+# for parameter initialisation.

@@ -1,0 +1,96 @@
+"""Sessions of torch-pitfalls. A newcomer needs two: ``nox -s docs`` and ``nox -s tests``.
+
+PyTorch: every session installs ``torch==2.13.0`` (a CPU wheel on the project's machines) before
+the project, so that pip never resolves another build. Set ``TORCH_PITFALLS_TORCH`` to another pip
+requirement to override it, or to ``none`` to skip the install (a machine with its own torch).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tomllib
+from pathlib import Path
+
+import nox
+
+nox.options.default_venv_backend = "venv"  # pip and venv: uv would ignore the local torch wheel
+nox.options.reuse_venv = "yes"
+nox.options.sessions = ["lint", "tests", "docs"]
+
+ROOT = Path(__file__).resolve().parent
+DOCS = ROOT / "docs"
+BUILD = DOCS / "_build"
+HTML = BUILD / "html"
+LANGUAGES = ["en", "zh_CN"]  # English first: it runs the examples, Chinese reuses their outputs
+SPHINX = ["sphinx-build", "-W", "--keep-going", "-n", "-q"]
+PYTHON = "3.11"
+
+
+def optional_dependencies(extra: str) -> list[str]:
+    """The pinned requirements of one extra of pyproject.toml (single source of the pins)."""
+    with open(ROOT / "pyproject.toml", "rb") as file:
+        return tomllib.load(file)["project"]["optional-dependencies"][extra]
+
+
+def install(session: nox.Session, extra: str) -> None:
+    """Install torch (pinned, overridable) and the project with one extra, editable."""
+    torch = os.environ.get("TORCH_PITFALLS_TORCH", "torch==2.13.0").strip()
+    if torch.lower() not in ("", "none"):
+        session.install(torch)
+    session.install("-e", f".[{extra}]")
+
+
+@nox.session(python=PYTHON)
+def docs(session: nox.Session) -> None:
+    """Build the site in English, then Chinese, into docs/_build/html/{en,zh_CN}."""
+    install(session, "docs")
+    for language in LANGUAGES:
+        session.run(
+            *SPHINX,
+            "-D",
+            f"language={language}",
+            "-d",
+            str(BUILD / "doctrees" / language),
+            str(DOCS),
+            str(HTML / language),
+            *session.posargs,
+        )
+    shutil.copyfile(DOCS / "_root" / "index.html", HTML / "index.html")
+    session.log(f"Open {HTML / 'index.html'} (English: en/index.html, 中文: zh_CN/index.html)")
+
+
+@nox.session(python=PYTHON)
+def tests(session: nox.Session) -> None:
+    """Run every example on every available device, the doctests, the helper and catalog tests."""
+    install(session, "tests")
+    session.run("pytest", *session.posargs, env={"MPLBACKEND": "Agg"})
+
+
+@nox.session(python=PYTHON)
+def lint(session: nox.Session) -> None:
+    """ruff (lint and format) on the Python sources, sphinx-lint on the docs and examples."""
+    # The linters need neither torch nor the project: install the pinned extra on its own.
+    session.install(*optional_dependencies("lint"))
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+    session.run("sphinx-lint", "docs", "examples", "--ignore", "docs/_build")
+
+
+@nox.session(python=PYTHON)
+def i18n(session: nox.Session) -> None:
+    """Update the Chinese catalogs from the English source (changed messages turn fuzzy)."""
+    install(session, "docs")
+    session.run("sphinx-build", "-q", "-b", "gettext", str(DOCS), str(BUILD / "gettext"))
+    session.run(
+        "sphinx-intl",
+        "update",
+        "-p",
+        str(BUILD / "gettext"),
+        "-l",
+        "zh_CN",
+        "-d",
+        str(DOCS / "locale"),
+        "-w",
+        "0",
+    )

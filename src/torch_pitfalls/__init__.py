@@ -1,0 +1,31 @@
+"""Helpers shared by the torch-pitfalls examples and tests.
+
+Each helper's docstring names the page that introduces it. The public names are re-exported here:
+
+>>> import torch_pitfalls
+>>> sorted(torch_pitfalls.__all__)[:3]
+['DEVICE_ENV', 'SavedTensors', 'TwoConvNet']
+"""
+
+from torch_pitfalls.devices import DEVICE_ENV, available_devices, get_device
+from torch_pitfalls.environment import environment_report
+from torch_pitfalls.expect import expect_raises, expect_warns
+from torch_pitfalls.measure import SavedTensors, graph_nodes, median_time, saved_tensors
+from torch_pitfalls.models import TwoConvNet, make_pretrained_classifier
+from torch_pitfalls.seeding import seed_everything
+
+__all__ = [
+    "DEVICE_ENV",
+    "SavedTensors",
+    "TwoConvNet",
+    "available_devices",
+    "environment_report",
+    "expect_raises",
+    "expect_warns",
+    "get_device",
+    "graph_nodes",
+    "make_pretrained_classifier",
+    "median_time",
+    "saved_tensors",
+    "seed_everything",
+]

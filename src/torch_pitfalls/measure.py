@@ -1,0 +1,134 @@
+"""Measuring what autograd keeps and how long code takes.
+
+Memory is counted as the bytes of the tensors autograd saves for backward, found with
+:class:`torch.autograd.graph.saved_tensors_hooks`: this number is the same on every machine.
+Time is measured with :mod:`torch.utils.benchmark` and depends on the machine; pages show it as a
+ratio and say so. Introduced on "requires-grad-propagation" and "no-grad-evaluation".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import torch
+from torch.utils import benchmark
+
+
+@dataclass
+class SavedTensors:
+    """Tensors that autograd saved for backward while :func:`saved_tensors` was active.
+
+    Attributes:
+        count: number of times a tensor was saved (``int``; one tensor saved twice counts twice).
+        nbytes: bytes of the distinct storages those tensors use (``int``, bytes). A parameter or an
+            input that is saved is counted too: the graph keeps it alive, even though it is not a
+            copy.
+    """
+
+    count: int = 0
+    nbytes: int = 0
+    _storages: set[tuple[str, int]] = field(default_factory=set, repr=False)
+
+    def _pack(self, tensor: torch.Tensor) -> torch.Tensor:
+        self.count += 1
+        storage = tensor.untyped_storage()
+        key = (str(tensor.device), storage.data_ptr())
+        if key not in self._storages:
+            self._storages.add(key)
+            self.nbytes += storage.nbytes()
+        return tensor
+
+
+@contextmanager
+def saved_tensors() -> Iterator[SavedTensors]:
+    """Record the tensors autograd saves for backward inside the block.
+
+    Only recording changes: every tensor is saved as it would be without the hooks.
+
+    Yields:
+        A :class:`SavedTensors` filled in as the graph is recorded.
+
+    Source: "Hooks for saved tensors" in PyTorch's autograd mechanics notes
+    (https://docs.pytorch.org/docs/stable/notes/autograd.html#hooks-for-saved-tensors).
+
+    >>> w = torch.ones(1000, requires_grad=True)      # 1000 float32 = 4000 bytes
+    >>> with saved_tensors() as saved:
+    ...     loss = (w * w).sum()                       # mul saves both operands: w, twice
+    >>> saved.count, saved.nbytes
+    (2, 4000)
+    >>> with torch.no_grad(), saved_tensors() as saved:
+    ...     loss = (w * w).sum()
+    >>> saved.count, saved.nbytes
+    (0, 0)
+    """
+    record = SavedTensors()
+    with torch.autograd.graph.saved_tensors_hooks(record._pack, lambda tensor: tensor):
+        yield record
+
+
+def graph_nodes(tensor: torch.Tensor) -> int:
+    """Count the nodes of the autograd graph that ends at ``tensor``.
+
+    Every backward function reachable from ``tensor.grad_fn`` is counted once, including the
+    ``AccumulateGrad`` nodes of leaf tensors that require grad.
+
+    Args:
+        tensor: any tensor; one without a ``grad_fn`` (a leaf, or a result computed without
+            autograd) has 0 nodes.
+
+    Returns:
+        The number of nodes (``int``).
+
+    Raises:
+        TypeError: ``tensor`` is not a :class:`torch.Tensor`.
+
+    >>> x = torch.ones(3, requires_grad=True)
+    >>> graph_nodes((x * 2).sum())      # SumBackward0, MulBackward0, AccumulateGrad
+    3
+    >>> graph_nodes(torch.ones(3).sum())
+    0
+    """
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError(f"expected a torch.Tensor, got {type(tensor).__name__}")
+    seen: set[int] = set()
+    stack = [tensor.grad_fn] if tensor.grad_fn is not None else []
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.extend(n for n, _ in node.next_functions if n is not None)
+    return len(seen)
+
+
+def median_time(fn: Callable[[], object], *, min_run_time: float = 0.2) -> float:
+    """Median time of one call of ``fn``, in seconds, measured with :mod:`torch.utils.benchmark`.
+
+    :class:`torch.utils.benchmark.Timer` runs a warm-up, synchronises CUDA around each measurement
+    and repeats until ``min_run_time`` seconds have been spent. The result depends on the machine:
+    pages compare such times as ratios and say so.
+
+    Args:
+        fn: a callable taking no argument.
+        min_run_time: seconds to spend measuring (``float`` > 0).
+
+    Returns:
+        The median time of one call, in seconds (``float``).
+
+    Raises:
+        TypeError: ``fn`` is not callable.
+        ValueError: ``min_run_time`` is not positive.
+
+    Source: https://docs.pytorch.org/docs/stable/benchmark_utils.html
+
+    >>> median_time(lambda: None, min_run_time=0.01) > 0
+    True
+    """
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    if not min_run_time > 0:
+        raise ValueError(f"min_run_time must be > 0 seconds, got {min_run_time!r}")
+    timer = benchmark.Timer(stmt="fn()", globals={"fn": fn}, num_threads=torch.get_num_threads())
+    return timer.blocked_autorange(min_run_time=min_run_time).median

@@ -1,0 +1,224 @@
+"""Unit tests of the helpers in torch_pitfalls, including the errors they raise on bad input."""
+
+from __future__ import annotations
+
+import random
+import warnings
+
+import pytest
+import torch
+
+from torch_pitfalls import (
+    DEVICE_ENV,
+    TwoConvNet,
+    available_devices,
+    environment_report,
+    expect_raises,
+    expect_warns,
+    get_device,
+    graph_nodes,
+    make_pretrained_classifier,
+    median_time,
+    saved_tensors,
+    seed_everything,
+)
+
+# -- devices --------------------------------------------------------------------------------------
+
+
+def test_get_device_default_follows_cuda_availability(monkeypatch):
+    monkeypatch.delenv(DEVICE_ENV, raising=False)
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert get_device().type == expected
+
+
+def test_get_device_environment_variable_forces_cpu(monkeypatch):
+    monkeypatch.setenv(DEVICE_ENV, "cpu")
+    assert get_device() == torch.device("cpu")
+
+
+@pytest.mark.parametrize("bad", ["tpu", "cpu:1", "gpu", "cuda:x"])
+def test_get_device_rejects_unknown_names(bad):
+    with pytest.raises(ValueError, match=r"unknown device .*expected 'cpu', 'cuda' or 'cuda:N'"):
+        get_device(bad)
+
+
+def test_get_device_names_the_environment_variable_in_errors(monkeypatch):
+    monkeypatch.setenv(DEVICE_ENV, "npu")
+    with pytest.raises(ValueError, match=DEVICE_ENV):
+        get_device()
+
+
+def test_get_device_rejects_non_strings():
+    with pytest.raises(TypeError, match="must be a str"):
+        get_device(0)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error raised without CUDA")
+def test_get_device_cuda_without_gpu_is_a_clear_error():
+    with pytest.raises(RuntimeError, match="CUDA is not available"):
+        get_device("cuda")
+
+
+@pytest.mark.cuda
+def test_get_device_cuda_index_out_of_range():
+    with pytest.raises(RuntimeError, match="CUDA device"):
+        get_device(f"cuda:{torch.cuda.device_count()}")
+
+
+def test_available_devices():
+    assert available_devices() == (["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"])
+
+
+# -- seeding --------------------------------------------------------------------------------------
+
+
+def test_seed_everything_makes_every_generator_repeat():
+    import numpy as np
+
+    seed_everything(123)
+    first = (random.random(), np.random.rand(), torch.rand(3))
+    seed_everything(123)
+    second = (random.random(), np.random.rand(), torch.rand(3))
+    assert first[:2] == second[:2]
+    assert torch.equal(first[2], second[2])
+
+
+@pytest.mark.parametrize(
+    ("seed", "error"),
+    [(-1, ValueError), (2**63, ValueError), (1.5, TypeError), (True, TypeError), ("0", TypeError)],
+)
+def test_seed_everything_rejects_bad_seeds(seed, error):
+    with pytest.raises(error, match="seed must"):
+        seed_everything(seed)
+
+
+# -- expect_raises / expect_warns ---------------------------------------------------------------
+
+
+def test_expect_raises_prints_the_real_message(capsys):
+    with expect_raises(RuntimeError, "went wrong") as caught:
+        raise RuntimeError("it went wrong")
+    assert capsys.readouterr().out == "RuntimeError: it went wrong\n"
+    assert isinstance(caught.exception, RuntimeError)
+    assert caught.message == "it went wrong"
+
+
+def test_expect_raises_fails_when_nothing_is_raised():
+    with pytest.raises(AssertionError, match="expected RuntimeError, but nothing was raised"):
+        with expect_raises(RuntimeError):
+            pass
+
+
+def test_expect_raises_fails_when_the_message_changed():
+    with pytest.raises(AssertionError, match="does not match"):
+        with expect_raises(RuntimeError, "old message"):
+            raise RuntimeError("new message")
+
+
+def test_expect_raises_lets_other_exceptions_through():
+    with pytest.raises(KeyError):
+        with expect_raises(RuntimeError):
+            raise KeyError("x")
+
+
+@pytest.mark.parametrize(
+    ("kind", "match", "error"),
+    [(int, "", TypeError), (RuntimeError, 3, TypeError), (RuntimeError, "(", ValueError)],
+)
+def test_expect_raises_validates_its_arguments(kind, match, error):
+    with pytest.raises(error):
+        with expect_raises(kind, match):
+            pass
+
+
+def test_expect_warns_prints_and_records(capsys):
+    with expect_warns(UserWarning, "volatile") as caught:
+        warnings.warn("volatile was removed", UserWarning, stacklevel=1)
+    assert capsys.readouterr().out == "UserWarning: volatile was removed\n"
+    assert len(caught.warnings) == 1
+
+
+def test_expect_warns_fails_without_a_matching_warning():
+    with pytest.raises(AssertionError, match="expected a UserWarning"):
+        with expect_warns(UserWarning, "volatile"):
+            warnings.warn("something else", UserWarning, stacklevel=1)
+
+
+def test_expect_warns_rejects_non_warning_classes():
+    with pytest.raises(TypeError):
+        with expect_warns(ValueError):
+            pass
+
+
+# -- measuring ------------------------------------------------------------------------------------
+
+
+def test_saved_tensors_counts_distinct_storages():
+    x = torch.ones(10, requires_grad=True)  # 40 bytes
+    with saved_tensors() as saved:
+        y = x.exp()  # saves its output y (40 bytes), not x
+        z = (y * y).sum()  # saves y twice more: three saves, one storage
+    assert saved.count == 3
+    assert saved.nbytes == 40
+    z.backward()  # the hooks did not change what backward computes
+    torch.testing.assert_close(x.grad, 2 * torch.exp(x.detach()) ** 2)
+
+
+def test_saved_tensors_is_zero_without_a_graph():
+    with torch.no_grad(), saved_tensors() as saved:
+        torch.nn.Linear(4, 4)(torch.ones(2, 4))
+    assert (saved.count, saved.nbytes) == (0, 0)
+
+
+def test_graph_nodes():
+    x = torch.ones(2, requires_grad=True)
+    assert graph_nodes(x) == 0
+    assert graph_nodes(x.exp().sum()) == 3  # SumBackward0, ExpBackward0, AccumulateGrad
+    with pytest.raises(TypeError, match="expected a torch.Tensor"):
+        graph_nodes([1, 2])
+
+
+def test_median_time_validates():
+    assert median_time(lambda: None, min_run_time=0.01) > 0
+    with pytest.raises(TypeError, match="callable"):
+        median_time(3)
+    with pytest.raises(ValueError, match="min_run_time"):
+        median_time(lambda: None, min_run_time=0)
+
+
+# -- models ---------------------------------------------------------------------------------------
+
+
+def test_two_conv_net_matches_the_catalog():
+    net = TwoConvNet()
+    assert net.conv1.in_channels == 3 and net.conv1.out_channels == 16
+    assert net.conv2.out_channels == 32 and net.conv1.bias is None and net.conv2.bias is None
+    assert net.conv1.kernel_size == (3, 3) and net.conv1.padding == (1, 1)
+    assert net(torch.ones(8, 3, 10, 10)).shape == (8, 20)
+    with pytest.raises(ValueError, match="num_classes must be a positive int"):
+        TwoConvNet(num_classes=0)
+
+
+def test_pretrained_classifier_is_deterministic_and_leaves_the_rng_alone():
+    torch.manual_seed(5)
+    before = torch.random.get_rng_state()
+    a, b = make_pretrained_classifier(3), make_pretrained_classifier(3)
+    assert torch.equal(torch.random.get_rng_state(), before)
+    for p, q in zip(a.parameters(), b.parameters(), strict=True):
+        assert torch.equal(p, q)
+    assert not torch.equal(a.head.weight, make_pretrained_classifier(3, seed=1).head.weight)
+    with pytest.raises(ValueError, match="seed"):
+        make_pretrained_classifier(3, seed=-1)
+    with pytest.raises(ValueError, match="num_classes"):
+        make_pretrained_classifier(0)
+
+
+# -- environment ----------------------------------------------------------------------------------
+
+
+def test_environment_report(monkeypatch):
+    monkeypatch.setenv(DEVICE_ENV, "cpu")
+    report = environment_report()
+    assert report["torch"] == torch.__version__
+    assert report["device"] == "cpu"

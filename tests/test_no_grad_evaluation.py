@@ -1,0 +1,50 @@
+"""Values explained on the "no-grad-evaluation" page, read from the example's own namespace."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .conftest import run_example
+
+
+def test_no_grad_evaluation(device):
+    run = run_example("no-grad-evaluation", device)
+    # eval() alone: the loop records graphs and keeps their saved tensors; no_grad saves nothing
+    assert run["outputs"][0].requires_grad
+    assert run["saved_eval_only"].nbytes > 0 and run["saved_eval_only"].count > 0
+    assert run["saved_no_grad"].nbytes == 0 and run["saved_no_grad"].count == 0
+    assert not run["outputs_no_grad"][0].requires_grad
+    for a, b in zip(run["outputs"], run["outputs_no_grad"], strict=True):
+        torch.testing.assert_close(a, b)
+    # times are shown as ratios of positive, finite medians
+    assert math.isfinite(run["time_ratio"]) and run["time_ratio"] > 0
+    assert math.isfinite(run["inference_ratio"]) and run["inference_ratio"] > 0
+    # the peak CUDA memory part runs on CUDA only, and says so elsewhere
+    if device == "cuda":
+        assert run["peak_eval_only"] > run["peak_no_grad"]
+    else:
+        assert "did not run in this build" in run.stdout
+    # no_grad ends with its block
+    assert not run["inside"].requires_grad and run["after"].requires_grad
+    # eval() and no_grad() do different things; evaluation needs both
+    modes = run["modes"]
+    assert modes["eval() only"]["requires grad"] and modes["eval() only"]["repeatable"]
+    assert not modes["no_grad() only"]["requires grad"]
+    assert not modes["no_grad() only"]["repeatable"]
+    assert modes["no_grad() only"]["running mean moved"]
+    assert modes["eval() + no_grad()"] == {
+        "repeatable": True,
+        "requires grad": False,
+        "running mean moved": False,
+    }
+    assert run["saved_fixed"].nbytes == 0 and run["back_in_training"]
+    # inference tensors cannot be saved for backward; a clone can
+    assert run["features"].is_inference()
+    assert "Inference tensors cannot be saved for backward" in run.stdout
+    assert run["head"].weight.grad is not None
+    # volatile=True warns and has no effect
+    assert "volatile was removed" in run.stdout
+    assert run["volatile_out"].requires_grad
+    assert f"device: {device}" in run.stdout

@@ -1,0 +1,43 @@
+"""The project's own wiring: README commands, CI, page order, one test and snippet per page."""
+
+from __future__ import annotations
+
+import re
+import sys
+
+from .conftest import ROOT, all_slugs, example_path
+
+sys.path.insert(0, str(ROOT / "docs" / "_ext"))
+import pitfalls_sphinx  # noqa: E402
+
+
+def readme_commands() -> list[str]:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"## Quick start.*?```bash\n(.*?)```", readme, re.S).group(1)
+    return [line.split("#")[0].strip() for line in block.splitlines() if line.strip()]
+
+
+def test_readme_names_two_commands_and_ci_runs_them():
+    commands = readme_commands()
+    assert len(commands) == 2
+    assert commands[0].endswith("nox -s docs") and commands[1].endswith("nox -s tests")
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    for command in commands:
+        assert command in ci
+
+
+def test_every_page_is_ordered_tested_and_in_the_cheat_sheet():
+    cheatsheet = (ROOT / "docs" / "cheatsheet.md").read_text(encoding="utf-8")
+    for slug in all_slugs():
+        assert slug in pitfalls_sphinx.PAGE_ORDER, f"add {slug} to PAGE_ORDER"
+        assert (ROOT / "tests" / f"test_{slug.replace('-', '_')}.py").exists()
+        assert f"{{ref}}`{slug}`" in cheatsheet
+        source = example_path(slug).read_text(encoding="utf-8")
+        assert f".. _{slug}:" in source, f"the page of {slug} needs the label {slug}"
+
+
+def test_torch_inventory_compiles(tmp_path):
+    target = pitfalls_sphinx.compile_inventory(
+        ROOT / "docs" / "_inventories" / "torch.txt", tmp_path / "torch.inv"
+    )
+    assert target.read_bytes().startswith(b"# Sphinx inventory version 2")
