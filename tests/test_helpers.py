@@ -12,6 +12,7 @@ from torch_pitfalls import (
     DEVICE_ENV,
     TwoConvNet,
     available_devices,
+    compare_times,
     environment_report,
     expect_raises,
     expect_warns,
@@ -19,6 +20,7 @@ from torch_pitfalls import (
     graph_nodes,
     make_pretrained_classifier,
     median_time,
+    peak_cuda_bytes,
     saved_tensors,
     seed_everything,
 )
@@ -177,6 +179,30 @@ def test_graph_nodes():
     assert graph_nodes(x.exp().sum()) == 3  # SumBackward0, ExpBackward0, AccumulateGrad
     with pytest.raises(TypeError, match="expected a torch.Tensor"):
         graph_nodes([1, 2])
+
+
+def test_compare_times_validates_and_orders():
+    fast, slow = compare_times(lambda: None, lambda: sum(range(20_000)), min_run_time=0.01)
+    assert 0 < fast < slow
+    with pytest.raises(TypeError, match="two or more callables"):
+        compare_times(lambda: None)
+    with pytest.raises(TypeError, match="two or more callables"):
+        compare_times(lambda: None, 3)
+    with pytest.raises(ValueError, match="rounds"):
+        compare_times(lambda: None, lambda: None, rounds=0)
+
+
+def test_peak_cuda_bytes_rejects_cpu_and_non_callables():
+    with pytest.raises(ValueError, match="CUDA device"):
+        peak_cuda_bytes(lambda: None, "cpu")
+    with pytest.raises(TypeError, match="callable"):
+        peak_cuda_bytes(None)
+
+
+@pytest.mark.cuda
+def test_peak_cuda_bytes_counts_what_fn_keeps():
+    nbytes = peak_cuda_bytes(lambda: torch.empty(1024, 1024, device="cuda"))
+    assert nbytes >= 1024 * 1024 * 4
 
 
 def test_median_time_validates():

@@ -130,7 +130,7 @@ assert layer.weight.is_leaf and layer.weight.requires_grad
 # Takeaway
 # --------
 #
-# **``.detach()`` shares the version counter, so autograd catches in-place edits; ``.data``
-# does not, so they silently corrupt gradients.**
+# ``.detach()`` **shares the version counter, so autograd catches in-place edits;**
+# ``.data`` **does not, so they silently corrupt gradients.**
 # Use ``detach()`` (and ``clone()`` before editing), and ``torch.no_grad()`` or ``torch.nn.init``
 # for parameter initialisation.

@@ -22,7 +22,8 @@ That costs memory and time, and nothing reports it.
    :ref:`requires-grad-propagation` (which operations autograd records).
 
 Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`,
-:func:`~torch_pitfalls.saved_tensors`, :func:`~torch_pitfalls.median_time`,
+:func:`~torch_pitfalls.saved_tensors`, :func:`~torch_pitfalls.compare_times`,
+:func:`~torch_pitfalls.peak_cuda_bytes`,
 :func:`~torch_pitfalls.expect_raises`, :func:`~torch_pitfalls.expect_warns`.
 """
 
@@ -37,10 +38,11 @@ import torch
 from torch import nn
 
 from torch_pitfalls import (
+    compare_times,
     expect_raises,
     expect_warns,
     get_device,
-    median_time,
+    peak_cuda_bytes,
     saved_tensors,
     seed_everything,
 )
@@ -92,43 +94,23 @@ for a, b in zip(outputs, outputs_no_grad, strict=True):
 # %%
 # The outputs are the same.
 # Recording the graph is extra work, so we also time both loops with
-# :func:`~torch_pitfalls.median_time`, alternating them a few times and keeping the fastest
-# median of each, which damps the noise of a busy machine.
+# :func:`~torch_pitfalls.compare_times`, which alternates them and keeps the fastest median of
+# each, to damp the noise of a busy machine.
 # Times, and even their ratio, depend on the machine, its load and the model's size;
 # the saved bytes above are the same everywhere.
 
-
-def fastest_medians(fn_a, fn_b, rounds=2):
-    times_a, times_b = [], []
-    for _ in range(rounds):
-        times_a.append(median_time(fn_a, min_run_time=0.1))
-        times_b.append(median_time(fn_b, min_run_time=0.1))
-    return min(times_a), min(times_b)
-
-
-time_eval_only, time_no_grad = fastest_medians(evaluate, evaluate_no_grad)
+time_eval_only, time_no_grad = compare_times(evaluate, evaluate_no_grad)
 time_ratio = time_eval_only / time_no_grad
 print(f"time without no_grad / time with no_grad: {time_ratio:.2f}")
 assert time_ratio > 0
 
 # %%
 # On a GPU the same graphs show up as peak memory, measured with
-# :func:`torch.cuda.max_memory_allocated`.
-
-
-def peak_cuda_bytes(fn):
-    torch.cuda.synchronize(device)
-    torch.cuda.reset_peak_memory_stats(device)
-    start = torch.cuda.memory_allocated(device)
-    kept = fn()
-    torch.cuda.synchronize(device)
-    del kept
-    return torch.cuda.max_memory_allocated(device) - start
-
+# :func:`torch.cuda.max_memory_allocated` by :func:`~torch_pitfalls.peak_cuda_bytes`.
 
 if device.type == "cuda":
-    peak_eval_only = peak_cuda_bytes(evaluate)
-    peak_no_grad = peak_cuda_bytes(evaluate_no_grad)
+    peak_eval_only = peak_cuda_bytes(evaluate, device)
+    peak_no_grad = peak_cuda_bytes(evaluate_no_grad, device)
     print(
         f"peak CUDA memory of the loop: {peak_eval_only} bytes without no_grad, "
         f"{peak_no_grad} bytes with it"
@@ -281,7 +263,7 @@ def evaluate_inference_mode():
         return [model(x) for x in batches]
 
 
-time_no_grad_again, time_inference_mode = fastest_medians(evaluate_no_grad, evaluate_inference_mode)
+time_no_grad_again, time_inference_mode = compare_times(evaluate_no_grad, evaluate_inference_mode)
 inference_ratio = time_no_grad_again / time_inference_mode
 print(f"time with no_grad / time with inference_mode: {inference_ratio:.2f}")
 assert inference_ratio > 0

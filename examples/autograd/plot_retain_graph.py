@@ -201,8 +201,8 @@ assert all(torch.count_nonzero(g) > 0 for g in g_grads_from_d_loss)
 # The fix
 # -------
 #
-# **Detach the fake sample for the discriminator loss, step ``D``, then compute ``D(fake)`` again
-# for the generator loss.**
+# **Detach the fake sample for the discriminator loss, step the discriminator, then compute**
+# ``D(fake)`` **again for the generator loss.**
 # Each network has its own optimizer, each graph is backwarded once, and no ``retain_graph`` is
 # needed.
 # The discriminator loss no longer reaches ``G``: its gradients stay ``None``.

@@ -10,7 +10,14 @@ Each helper's docstring names the page that introduces it. The public names are 
 from torch_pitfalls.devices import DEVICE_ENV, available_devices, get_device
 from torch_pitfalls.environment import environment_report
 from torch_pitfalls.expect import expect_raises, expect_warns
-from torch_pitfalls.measure import SavedTensors, graph_nodes, median_time, saved_tensors
+from torch_pitfalls.measure import (
+    SavedTensors,
+    compare_times,
+    graph_nodes,
+    median_time,
+    peak_cuda_bytes,
+    saved_tensors,
+)
 from torch_pitfalls.models import TwoConvNet, make_pretrained_classifier
 from torch_pitfalls.seeding import seed_everything
 
@@ -19,6 +26,7 @@ __all__ = [
     "SavedTensors",
     "TwoConvNet",
     "available_devices",
+    "compare_times",
     "environment_report",
     "expect_raises",
     "expect_warns",
@@ -26,6 +34,7 @@ __all__ = [
     "graph_nodes",
     "make_pretrained_classifier",
     "median_time",
+    "peak_cuda_bytes",
     "saved_tensors",
     "seed_everything",
 ]

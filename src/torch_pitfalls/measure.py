@@ -132,3 +132,76 @@ def median_time(fn: Callable[[], object], *, min_run_time: float = 0.2) -> float
         raise ValueError(f"min_run_time must be > 0 seconds, got {min_run_time!r}")
     timer = benchmark.Timer(stmt="fn()", globals={"fn": fn}, num_threads=torch.get_num_threads())
     return timer.blocked_autorange(min_run_time=min_run_time).median
+
+
+def compare_times(
+    *fns: Callable[[], object], rounds: int = 2, min_run_time: float = 0.1
+) -> list[float]:
+    """Time several callables fairly: alternate them, keep the fastest median of each.
+
+    Each round measures every callable once with :func:`median_time`, in turn, so that a burst of
+    load on a busy machine hits all of them alike; the fastest of the ``rounds`` medians is kept.
+    Introduced on "no-grad-evaluation"; compare the results as ratios.
+
+    Args:
+        fns: two or more callables taking no argument.
+        rounds: number of alternations (``int`` ≥ 1).
+        min_run_time: seconds spent on each measurement (``float`` > 0).
+
+    Returns:
+        One time per callable, in seconds (``list`` of ``float``), in the order given.
+
+    Raises:
+        TypeError: fewer than two callables, or one is not callable.
+        ValueError: ``rounds`` < 1 or ``min_run_time`` ≤ 0.
+
+    >>> fast, slow = compare_times(lambda: None, lambda: sum(range(10_000)), min_run_time=0.01)
+    >>> slow > fast
+    True
+    """
+    if len(fns) < 2 or not all(callable(fn) for fn in fns):
+        raise TypeError("compare_times needs two or more callables taking no argument")
+    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
+        raise ValueError(f"rounds must be an int >= 1, got {rounds!r}")
+    best = [float("inf")] * len(fns)
+    for _ in range(rounds):
+        for i, fn in enumerate(fns):
+            best[i] = min(best[i], median_time(fn, min_run_time=min_run_time))
+    return best
+
+
+def peak_cuda_bytes(fn: Callable[[], object], device: torch.device | str = "cuda") -> int:
+    """Peak CUDA memory allocated while ``fn`` runs and what it returns is alive, in bytes.
+
+    Measured with :func:`torch.cuda.max_memory_allocated` after
+    :func:`torch.cuda.reset_peak_memory_stats`, minus what was allocated before the call. The
+    result of ``fn`` is kept until the measurement ends, so memory it holds (a graph, say) counts.
+    Introduced on "no-grad-evaluation". Depends on the GPU and the CUDA caching allocator.
+
+    Args:
+        fn: a callable taking no argument.
+        device: a CUDA device (``torch.device`` or ``str``).
+
+    Returns:
+        Bytes (``int``).
+
+    Raises:
+        TypeError: ``fn`` is not callable.
+        ValueError: ``device`` is not a CUDA device.
+        RuntimeError: CUDA is not available.
+    """
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    device = torch.device(device)
+    if device.type != "cuda":
+        raise ValueError(f"peak_cuda_bytes measures a CUDA device, got {device}")
+    if not torch.cuda.is_available():
+        raise RuntimeError("peak_cuda_bytes needs CUDA, which is not available")
+    torch.cuda.synchronize(device)
+    torch.cuda.reset_peak_memory_stats(device)
+    start = torch.cuda.memory_allocated(device)
+    kept = fn()
+    torch.cuda.synchronize(device)
+    peak = torch.cuda.max_memory_allocated(device) - start
+    del kept
+    return peak
