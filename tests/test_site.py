@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 import sys
 
 from .conftest import ROOT, all_slugs, example_path
@@ -41,3 +42,32 @@ def test_torch_inventory_compiles(tmp_path):
         ROOT / "docs" / "_inventories" / "torch.txt", tmp_path / "torch.inv"
     )
     assert target.read_bytes().startswith(b"# Sphinx inventory version 2")
+
+
+def test_a_changed_helper_reruns_every_example(tmp_path, monkeypatch):
+    gallery = tmp_path / "auto_examples"
+    (gallery / "autograd").mkdir(parents=True)
+    checksum = gallery / "autograd" / "plot_x.py.md5"
+    monkeypatch.setattr(pitfalls_sphinx, "GALLERY_DIR", gallery)
+    monkeypatch.setattr(pitfalls_sphinx, "STAMP", gallery / ".inputs.sha256")
+    digest = ["helpers v1"]
+    monkeypatch.setattr(pitfalls_sphinx, "inputs_digest", lambda: digest[0])
+
+    checksum.write_text("abc")
+    assert pitfalls_sphinx.invalidate_stale_examples()  # first build: no stamp yet
+    checksum.write_text("abc")  # sphinx-gallery writes it again after running the example
+    assert not pitfalls_sphinx.invalidate_stale_examples()  # second language: nothing changed
+    assert checksum.exists()
+    digest[0] = "helpers v2"  # a helper in src/ was edited
+    assert pitfalls_sphinx.invalidate_stale_examples()
+    assert not checksum.exists()  # sphinx-gallery will re-run the example
+
+
+def test_inputs_digest_follows_the_helper_sources(tmp_path, monkeypatch):
+    shutil.copytree(ROOT / "src", tmp_path / "src")
+    monkeypatch.setattr(pitfalls_sphinx, "ROOT", tmp_path)
+    first = pitfalls_sphinx.inputs_digest()
+    assert first == pitfalls_sphinx.inputs_digest()
+    helper = tmp_path / "src" / "torch_pitfalls" / "measure.py"
+    helper.write_text(helper.read_text() + "\n# edited\n")
+    assert pitfalls_sphinx.inputs_digest() != first
