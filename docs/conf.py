@@ -88,7 +88,9 @@ sphinx_gallery_conf = {
     "show_api_usage": False,
     "min_reported_time": 10**9,  # run times vary: keep them out of the pages (and the catalogs)
     "write_computation_times": False,
-    "first_notebook_cell": "# pip install torch torch-pitfalls",
+    "first_notebook_cell": (
+        "# Needs torch and the torch_pitfalls helpers: pip install -e . in the site's source tree"
+    ),
     "line_numbers": False,
     "plot_gallery": "True",
     "abort_on_example_error": False,
@@ -106,7 +108,7 @@ html_theme_options = {
     "navbar_align": "left",
     "footer_start": ["copyright"],
     "footer_end": ["sphinx-version"],
-    "secondary_sidebar_items": ["page-toc", "sg_download_links", "sg_launcher_links"],
+    "secondary_sidebar_items": ["page-toc"],
 }
 html_context = {"default_mode": "auto"}
 

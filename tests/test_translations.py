@@ -22,7 +22,7 @@ def page_names() -> list[str]:
     """Every page of the site, as Sphinx docnames (one catalog each)."""
     pages = [
         p.relative_to(ROOT / "docs").with_suffix("").as_posix()
-        for p in (ROOT / "docs").glob("*.md")
+        for p in [*(ROOT / "docs").glob("*.md"), *(ROOT / "docs").glob("*.rst")]
     ]
     topics = sorted({example_path(slug).parent.name for slug in all_slugs()})
     pages += ["auto_examples/index"] + [f"auto_examples/{t}/index" for t in topics]
@@ -36,8 +36,13 @@ def catalog_id(path: Path) -> str:
     return path.relative_to(MESSAGES).with_suffix("").as_posix()
 
 
+#: Not a page: interface strings of the theme that its own Chinese catalog leaves untranslated.
+THEME_CATALOG = "sphinx"
+
+
 def test_every_page_has_a_catalog():
-    assert sorted(catalog_id(p) for p in CATALOGS) == page_names()
+    pages = sorted(catalog_id(p) for p in CATALOGS if catalog_id(p) != THEME_CATALOG)
+    assert pages == page_names()
 
 
 @pytest.mark.parametrize("path", CATALOGS, ids=catalog_id)

@@ -181,6 +181,8 @@ with expect_raises(RuntimeError, "modified by an inplace operation"):
 # The 1.5.0 release notes list it under "torch.optim optimizers changed to fix in-place checks
 # for the changes made by the optimizer":
 # https://github.com/pytorch/pytorch/releases/tag/v1.5.0
+# (the change is `PR 30258 <https://github.com/pytorch/pytorch/pull/30258>`_, "Remove use of .data
+# in optimizers").
 
 # %%
 # The recipe has a second problem.

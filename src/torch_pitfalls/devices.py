@@ -23,8 +23,8 @@ def get_device(name: str | None = None) -> torch.device:
 
     Args:
         name: ``"cpu"``, ``"cuda"`` or ``"cuda:N"``. When ``None``, the environment variable
-            :data:`DEVICE_ENV` is read; when that is unset or empty, CUDA is chosen if
-            :func:`torch.cuda.is_available` says so, else the CPU.
+            :data:`~torch_pitfalls.devices.DEVICE_ENV` is read; when that is unset or empty,
+            CUDA is chosen if :func:`torch.cuda.is_available` says so, else the CPU.
 
     Returns:
         A :class:`torch.device`.
