@@ -84,15 +84,10 @@ def lint(session: nox.Session) -> None:
     session.install(*optional_dependencies("lint"))
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
-    session.run(
-        "sphinx-lint",
-        "docs",
-        "examples",
-        "--ignore",
-        "docs/_build",
-        "--ignore",
-        "docs/auto_examples",
-    )
+    # sphinx-lint reads every catalog as reST; those of MyST pages hold MyST roles ({ref}`x`).
+    myst_catalogs = [f"docs/locale/zh_CN/LC_MESSAGES/{page.stem}.po" for page in DOCS.glob("*.md")]
+    ignored = ["docs/_build", "docs/auto_examples", *myst_catalogs]
+    session.run("sphinx-lint", "docs", "examples", *(f"--ignore={path}" for path in ignored))
 
 
 @nox.session(python=PYTHON)

@@ -34,6 +34,7 @@ extensions = [
 exclude_patterns = ["_build", "**.ipynb_checkpoints", "auto_examples/**/*.ipynb"]
 templates_path = ["_templates"]
 html_static_path = ["_static"]
+html_css_files = ["pitfalls.css"]
 
 # -- Languages ------------------------------------------------------------------------------------
 language = "en"
