@@ -13,6 +13,7 @@ from torch_pitfalls import (
     TwoConvNet,
     available_devices,
     compare_times,
+    cuda_skipped,
     environment_report,
     expect_raises,
     expect_warns,
@@ -21,6 +22,7 @@ from torch_pitfalls import (
     make_pretrained_classifier,
     median_time,
     peak_cuda_bytes,
+    run_isolated,
     saved_tensors,
     seed_everything,
 )
@@ -248,3 +250,36 @@ def test_environment_report(monkeypatch):
     report = environment_report()
     assert report["torch"] == torch.__version__
     assert report["device"] == "cpu"
+
+
+# -- isolation ------------------------------------------------------------------------------------
+
+
+def test_run_isolated_reports_a_crash_without_touching_this_process():
+    result = run_isolated("raise RuntimeError('context poisoned')", device="cpu")
+    assert result.returncode == 1
+    assert result.last_error_line() == "RuntimeError: context poisoned"
+    assert torch.ones(1).item() == 1.0  # this process is unaffected
+
+
+def test_run_isolated_passes_device_and_environment():
+    source = (
+        "import os; from torch_pitfalls import get_device; print(get_device(), os.environ['X'])"
+    )
+    result = run_isolated(source, device="cpu", env={"X": "42"})
+    assert (result.returncode, result.stdout) == (0, "cpu 42\n")
+
+
+def test_run_isolated_validates():
+    with pytest.raises(TypeError, match="source"):
+        run_isolated(b"print(1)")
+    with pytest.raises(TypeError, match="env"):
+        run_isolated("pass", env={"X": 1})
+    with pytest.raises(ValueError, match="timeout"):
+        run_isolated("pass", timeout=0)
+
+
+def test_cuda_skipped():
+    assert cuda_skipped("x").startswith("Not run in this build: x needs CUDA")
+    with pytest.raises(ValueError):
+        cuda_skipped("  ")

@@ -4,12 +4,13 @@ Each helper's docstring names the page that introduces it. The public names are 
 
 >>> import torch_pitfalls
 >>> sorted(torch_pitfalls.__all__)[:3]
-['DEVICE_ENV', 'SavedTensors', 'TwoConvNet']
+['DEVICE_ENV', 'Isolated', 'SavedTensors']
 """
 
 from torch_pitfalls.devices import DEVICE_ENV, available_devices, get_device
 from torch_pitfalls.environment import environment_report
 from torch_pitfalls.expect import expect_raises, expect_warns
+from torch_pitfalls.isolation import Isolated, cuda_skipped, run_isolated
 from torch_pitfalls.measure import (
     SavedTensors,
     compare_times,
@@ -23,10 +24,12 @@ from torch_pitfalls.seeding import seed_everything
 
 __all__ = [
     "DEVICE_ENV",
+    "Isolated",
     "SavedTensors",
     "TwoConvNet",
     "available_devices",
     "compare_times",
+    "cuda_skipped",
     "environment_report",
     "expect_raises",
     "expect_warns",
@@ -35,6 +38,7 @@ __all__ = [
     "make_pretrained_classifier",
     "median_time",
     "peak_cuda_bytes",
+    "run_isolated",
     "saved_tensors",
     "seed_everything",
 ]
