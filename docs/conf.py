@@ -16,6 +16,8 @@ sys.path.insert(0, str(DOCS / "_ext"))
 import pitfalls_sphinx  # noqa: E402
 import torch  # noqa: E402
 
+from torch_pitfalls import environment_report  # noqa: E402
+
 project = "torch-pitfalls"
 author = "the torch-pitfalls contributors"
 copyright = "2026, the torch-pitfalls contributors"
@@ -81,6 +83,7 @@ sphinx_gallery_conf = {
     "examples_dirs": str(ROOT / "examples"),
     "gallery_dirs": "auto_examples",
     "filename_pattern": r"/plot_",
+    "subsection_order": "pitfalls_sphinx.topic_order",
     "within_subsection_order": "pitfalls_sphinx.CatalogOrder",
     "download_all_examples": True,
     "remove_config_comments": True,
@@ -110,8 +113,17 @@ html_theme_options = {
     "footer_start": ["copyright"],
     "footer_end": ["sphinx-version"],
     "secondary_sidebar_items": ["page-toc"],
+    "navbar_end": ["language-switch", "theme-switcher", "navbar-icon-links"],
+    "article_footer_items": ["verified-with"],
 }
-html_context = {"default_mode": "auto"}
+_environment = environment_report()
+html_context = {
+    "default_mode": "auto",
+    "pitfalls_env": {
+        **_environment,
+        "device_label": f"{_environment['device']} ({_environment['device_name']})",
+    },
+}
 
 copybutton_prompt_text = r">>> |\.\.\. "
 copybutton_prompt_is_regexp = True

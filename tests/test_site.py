@@ -71,3 +71,22 @@ def test_inputs_digest_follows_the_helper_sources(tmp_path, monkeypatch):
     helper = tmp_path / "src" / "torch_pitfalls" / "measure.py"
     helper.write_text(helper.read_text() + "\n# edited\n")
     assert pitfalls_sphinx.inputs_digest() != first
+
+
+CHANGED = re.compile(r"^# Changed in PyTorch (\d+\.\d+(?:\.\d+)?)", re.M)
+
+
+def changed_sections() -> set[tuple[str, str]]:
+    """(slug, version) of every "Changed in PyTorch X.Y" section of the pages."""
+    found = set()
+    for slug in all_slugs():
+        for version in CHANGED.findall(example_path(slug).read_text(encoding="utf-8")):
+            found.add((slug, version))
+    return found
+
+
+def test_every_changed_behaviour_is_in_the_changes_table():
+    table = (ROOT / "docs" / "changes.md").read_text(encoding="utf-8")
+    rows = set(re.findall(r"^\| \{ref\}`([\w-]+)` \|.*\| (\d+\.\d+(?:\.\d+)?) ", table, re.M))
+    assert changed_sections(), "no page has a 'Changed in PyTorch X.Y' section"
+    assert rows == changed_sections()

@@ -7,6 +7,7 @@ refer to the names defined here.
 from __future__ import annotations
 
 import hashlib
+import re
 import zlib
 from pathlib import Path
 
@@ -25,7 +26,30 @@ PAGE_ORDER = [
     "data-vs-detach",
     "retain-graph",
     "gradient-accumulation",
+    "leaf-inplace-init",
+    "non-leaf-grad",
+    "inplace-saved-tensor",
+    "optimizer-step-between-backwards",
+    # devices
+    "device-agnostic-code",
+    "tensor-to-numpy",
+    "item-and-tolist",
+    "torch-load-weights-only",
+    # losses
+    "cross-entropy-expects-logits",
+    "loss-targets-and-kl",
+    # modules
+    "train-eval-mode",
+    "functional-dropout",
+    "batchnorm-running-stats",
+    # tensors
+    "index-select",
+    "interpolate-batch-dim",
+    "softmax-dim",
 ]
+
+#: Reading order of the topics (folders of examples/).
+TOPIC_ORDER = ["autograd", "devices", "losses", "modules", "tensors"]
 
 
 class CatalogOrder:
@@ -41,6 +65,22 @@ class CatalogOrder:
 
     def __repr__(self) -> str:  # sphinx-gallery uses it in its cache key
         return f"CatalogOrder({PAGE_ORDER!r})"
+
+
+class TopicOrder:
+    """sphinx-gallery ``subsection_order``: topic folders in :data:`TOPIC_ORDER`."""
+
+    def __call__(self, folder: str) -> tuple[int, str]:
+        name = Path(folder).name
+        rank = TOPIC_ORDER.index(name) if name in TOPIC_ORDER else len(TOPIC_ORDER)
+        return rank, folder
+
+    def __repr__(self) -> str:
+        return f"TopicOrder({TOPIC_ORDER!r})"
+
+
+#: The instance sphinx-gallery's ``subsection_order`` names (it does not instantiate classes).
+topic_order = TopicOrder()
 
 
 def inputs_digest() -> str:
@@ -122,9 +162,66 @@ def _outdated_environment_pages(app, env, added, changed, removed):
     return [page for page in ENVIRONMENT_PAGES if page in env.found_docs]
 
 
+# -- Chinese search -------------------------------------------------------------------------------
+#
+# Sphinx's search splits a query at spaces and punctuation only, and Chinese is written without
+# spaces: a reader types 梯度累积, not 梯度 累积. So both sides use overlapping character bigrams of
+# every run of CJK characters (plus jieba's words in the index): the query 梯度累积 becomes
+# 梯度 / 度累 / 累积, and Sphinx returns the pages that contain all three, i.e. the phrase.
+
+CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+
+
+def cjk_bigrams(text: str) -> list[str]:
+    """Overlapping two-character terms of every CJK run; a lone character stays as it is.
+
+    >>> cjk_bigrams("用 PyTorch 做梯度累积")
+    ['用', '做梯', '梯度', '度累', '累积']
+    """
+    terms = []
+    for run in CJK_RUN.findall(text):
+        terms.extend([run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)])
+    return terms
+
+
+#: ``splitQuery`` for the search page: the same bigrams as :func:`cjk_bigrams`, plus every
+#: non-CJK word, as Sphinx's default splitter returns it.
+CJK_SPLIT_QUERY_JS = r"""
+var splitQuery = (query) => {
+  const cjk = /[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+/gu;
+  const terms = [];
+  for (const part of query.split(/[^\p{Letter}\p{Number}_\p{Emoji_Presentation}]+/gu)) {
+    if (!part) continue;
+    const runs = part.match(cjk) || [];
+    for (const run of runs) {
+      if (run.length === 1) terms.push(run);
+      else for (let i = 0; i + 2 <= run.length; i++) terms.push(run.slice(i, i + 2));
+    }
+    for (const latin of part.split(cjk)) if (latin) terms.push(latin);
+  }
+  return terms;
+};
+"""
+
+
+def _search_chinese_class():
+    from sphinx.search.zh import SearchChinese
+
+    class SearchChineseBigrams(SearchChinese):
+        """Sphinx's Chinese search (jieba words) plus CJK bigrams, in the index and the query."""
+
+        js_splitter_code = CJK_SPLIT_QUERY_JS
+
+        def split(self, input: str) -> list[str]:
+            return super().split(input) + cjk_bigrams(input)
+
+    return SearchChineseBigrams
+
+
 def setup(app):
     # The first build of a `nox -s docs` run (English) finds the stamp stale and re-runs the
     # examples; the second (Chinese) finds it current and reuses their outputs.
     invalidate_stale_examples()
     app.connect("env-get-outdated", _outdated_environment_pages)
+    app.add_search_language(_search_chinese_class())
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -17,7 +17,7 @@ from torch_pitfalls.devices import DEVICE_ENV
 
 @dataclass(frozen=True)
 class Isolated:
-    """What a child process of :func:`run_isolated` did.
+    """What a child process of :func:`~torch_pitfalls.run_isolated` did.
 
     Attributes:
         returncode: the exit status (``int``; 0 on success).

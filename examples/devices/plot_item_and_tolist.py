@@ -1,0 +1,257 @@
+"""
+.. _item-and-tolist:
+
+Python numbers from tensors
+===========================
+
+Logging a loss, printing an accuracy or writing a metric to a file needs plain Python numbers, and
+the tensor methods that give them have sharp edges.
+:meth:`~torch.Tensor.item` fails on a tensor with more than one element; keeping the tensor instead
+(``total += loss``) keeps every iteration's autograd graph alive; and on a GPU every ``.item()``
+makes the CPU wait for the GPU.
+
+.. admonition:: What you will learn
+
+   * when to use :meth:`~torch.Tensor.item` and when :meth:`~torch.Tensor.tolist`, and which Python
+     types they return;
+   * why summing loss tensors for logging makes the graph grow with every step;
+   * what ``.item()`` costs on a GPU, and how to call it less often.
+
+.. admonition:: Prerequisites
+
+   :ref:`backward-step-zero-grad` (a training step) and :ref:`retain-graph` (what backward frees).
+
+Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`,
+:func:`~torch_pitfalls.expect_raises`, :func:`~torch_pitfalls.graph_nodes`,
+:func:`~torch_pitfalls.compare_times`, :func:`~torch_pitfalls.cuda_skipped`.
+"""
+
+# %%
+# The symptom
+# -----------
+#
+# A cross-entropy loss with ``reduction="none"`` gives one loss per sample.
+# Asking for it as a Python number fails:
+import weakref
+from itertools import pairwise
+
+import torch
+from torch import nn
+
+from torch_pitfalls import (
+    compare_times,
+    cuda_skipped,
+    expect_raises,
+    get_device,
+    graph_nodes,
+    seed_everything,
+)
+
+seed_everything(0)
+device = get_device()
+print(f"device: {device}")
+
+logits = torch.randn(4, 3, device=device)
+targets = torch.tensor([0, 2, 1, 0], device=device)
+per_sample = nn.functional.cross_entropy(logits, targets, reduction="none")
+print("per-sample losses:", per_sample.shape)
+assert per_sample.shape == (4,)
+
+with expect_raises(RuntimeError, "a Tensor with 4 elements cannot be converted to Scalar"):
+    per_sample.item()
+
+# %%
+# Why
+# ---
+#
+# **item() returns exactly one Python number, so it works only for a tensor with exactly one
+# element**, whatever its shape.
+# :meth:`~torch.Tensor.tolist` handles any number of elements: it returns nested Python lists
+# with the tensor's shape, or a plain number for a zero-dimensional tensor.
+
+one_element = torch.tensor([[2.5]], device=device)
+print("item() of a 1×1 tensor:", one_element.item())
+zero_dim = torch.tensor(7, device=device)
+print("tolist() of a 1×1 tensor:", one_element.tolist(), "| of a 0-dim tensor:", zero_dim.tolist())
+assert one_element.item() == 2.5 and one_element.tolist() == [[2.5]]
+assert zero_dim.tolist() == 7
+
+# %%
+# The Python type follows the dtype: floating-point tensors give ``float``, integer tensors
+# ``int``, boolean tensors ``bool``.
+# A ``float32`` value becomes a 64-bit Python ``float`` that keeps the ``float32`` rounding,
+# so ``torch.tensor(0.1).item()`` is not the Python literal ``0.1``.
+
+python_types = {
+    str(dtype): type(torch.ones(1, dtype=dtype, device=device).item()).__name__
+    for dtype in (torch.float32, torch.float16, torch.int64, torch.uint8, torch.bool)
+}
+print(python_types)
+assert python_types == {
+    "torch.float32": "float",
+    "torch.float16": "float",
+    "torch.int64": "int",
+    "torch.uint8": "int",
+    "torch.bool": "bool",
+}
+tenth32 = torch.tensor(0.1, device=device).item()
+tenth64 = torch.tensor(0.1, dtype=torch.float64, device=device).item()
+print(f"float32 0.1 -> {tenth32!r}, float64 0.1 -> {tenth64!r}")
+assert tenth32 != 0.1 and tenth64 == 0.1
+
+# %%
+# The fix
+# -------
+#
+# **Reduce first and call item() on the one-element result, or call tolist() when you want every
+# value.**
+
+mean_loss = per_sample.mean().item()
+losses = per_sample.tolist()
+print(f"mean loss: {mean_loss:.4f}", "| per-sample:", [round(v, 4) for v in losses])
+assert isinstance(mean_loss, float) and len(losses) == 4
+assert abs(mean_loss - sum(losses) / 4) < 1e-6
+
+# %%
+# A real-world report: "memory grows every step while I log the loss"
+# -------------------------------------------------------------------
+#
+# A training loop sums its losses for logging with ``total += loss``.
+# We record how large the autograd graph behind ``total`` is after each step.
+# A forward hook keeps a weak reference (:class:`weakref.ref`) to each step's hidden activation,
+# so that we can count which activations are still alive after the loop.
+
+model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4)).to(device)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+batches = [
+    (torch.randn(8, 16, device=device), torch.randint(0, 4, (8,), device=device)) for _ in range(10)
+]
+
+
+def log_losses(*, use_item, backward):
+    hidden = []
+    hook = model[1].register_forward_hook(lambda m, i, out: hidden.append(weakref.ref(out)))
+    total, nodes = 0.0, []
+    for x, y in batches:
+        loss = nn.functional.cross_entropy(model(x), y)
+        if backward:
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        total += loss.item() if use_item else loss
+        nodes.append(graph_nodes(total) if torch.is_tensor(total) else 0)
+    hook.remove()
+    return total, nodes, hidden
+
+
+def count_alive(refs):
+    return sum(ref() is not None for ref in refs)
+
+
+total_tensor, nodes_tensor, hidden_train = log_losses(use_item=False, backward=True)
+print("total:", type(total_tensor).__name__, "| requires grad:", total_tensor.requires_grad)
+print("graph nodes behind total after each step:", nodes_tensor)
+growth = {b - a for a, b in pairwise(nodes_tensor[1:])}
+assert total_tensor.requires_grad and len(growth) == 1 and growth.pop() > 0
+
+# %%
+# ``total`` is a tensor that requires grad, and **each += adds the whole step's graph to the
+# graph behind total**, by the same number of nodes every step.
+# Nothing frees it until ``total`` itself goes away.
+# Backward already freed the tensors each graph had saved, so here only the nodes pile up:
+
+alive_train = count_alive(hidden_train)
+print("hidden activations still alive after the training loop:", alive_train)
+assert alive_train == 0
+
+# %%
+# The same habit in an evaluation loop that forgot :class:`torch.no_grad` keeps every saved
+# activation as well, because no backward ever frees them:
+
+total_eval, nodes_eval, hidden_eval = log_losses(use_item=False, backward=False)
+alive_eval = count_alive(hidden_eval)
+print("hidden activations still alive after the evaluation loop:", alive_eval, "of", len(batches))
+assert alive_eval == len(batches)
+
+# %%
+# The fix is ``total += loss.item()``: ``total`` is then a Python ``float``, and each step's graph
+# is freed as soon as the next step replaces ``loss``.
+
+total_float, nodes_float, hidden_float = log_losses(use_item=True, backward=False)
+alive_float = count_alive(hidden_float)
+print("total:", type(total_float).__name__, "| activations still alive:", alive_float)
+assert isinstance(total_float, float) and alive_float == 0
+torch.testing.assert_close(total_eval.item(), total_float)
+
+# %%
+# The graph behind ``total`` step by step:
+
+import matplotlib.pyplot as plt
+
+steps = range(1, len(batches) + 1)
+fig, ax = plt.subplots(figsize=(6, 3.5), layout="constrained")
+ax.bar([s - 0.2 for s in steps], nodes_tensor, width=0.4, label="total += loss", color="C3")
+ax.bar([s + 0.2 for s in steps], nodes_float, width=0.4, label="total += loss.item()", color="C0")
+ax.set_xlabel("training step")
+ax.set_ylabel("graph nodes kept by total")
+ax.set_title("Graph kept alive by the logging variable")
+_ = ax.legend()
+
+# %%
+# On a GPU, ``.item()`` waits
+# ---------------------------
+#
+# CUDA kernels run asynchronously: Python queues them and moves on.
+# **item() must wait until the GPU has computed the value and copied it to the host**, a
+# host–device synchronisation that stops the CPU from queuing the next step's work in advance.
+# On a GPU we time an epoch that calls ``.item()`` every step against one that sums the detached
+# losses on the device and calls ``.item()`` once at the end.
+# Absolute times and the ratio depend on the GPU and on how much work each step does.
+# On a CPU-only build the output below is a sentence saying that this part did not run.
+
+
+def epoch_item_every_step():
+    total = 0.0
+    for x, y in batches:
+        loss = nn.functional.cross_entropy(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        total += loss.item()
+    return total
+
+
+def epoch_item_once():
+    total = torch.zeros((), device=device)
+    for x, y in batches:
+        loss = nn.functional.cross_entropy(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        total += loss.detach()
+    return total.item()
+
+
+if device.type == "cuda":
+    time_every_step, time_once = compare_times(epoch_item_every_step, epoch_item_once)
+    sync_ratio = time_every_step / time_once
+    print(f"on {device}: .item() every step takes {sync_ratio:.2f}× the time of .item() once")
+    assert sync_ratio > 0
+    fig, ax = plt.subplots(figsize=(6, 3.5), layout="constrained")
+    ax.bar([".item() every step", ".item() once"], [sync_ratio, 1.0], color=["C3", "C0"])
+    ax.set_ylabel("time relative to .item() once")
+    _ = ax.set_title(f"One epoch on {device} (this machine)")
+else:
+    print(cuda_skipped("timing .item() every step against once per epoch"))
+
+# %%
+# Both epochs return a plain ``float``; keeping the running sum as a detached tensor on the
+# device costs one tensor, not one graph per step.
+#
+# Takeaway
+# --------
+#
+# **Log with loss.item(), never by summing loss tensors: a tensor that requires grad keeps every
+# step's graph alive.**
+# Use ``.tolist()`` for several values, and on a GPU accumulate detached losses on the device and
+# call ``.item()`` once per epoch (or per logging interval).

@@ -1,0 +1,201 @@
+"""
+.. _torch-load-weights-only:
+
+``torch.load`` and ``weights_only``
+===================================
+
+A checkpoint that loaded fine for years now fails in :func:`torch.load` with an
+``UnpicklingError`` about an "unsupported global".
+Nothing is wrong with the file: since PyTorch 2.6, :func:`torch.load` by default only rebuilds
+tensors, state dicts and plain containers, and refuses any other Python object in the file,
+because unpickling an arbitrary object can run arbitrary code.
+
+.. admonition:: What you will learn
+
+   * what ``weights_only=True``, today's default, accepts and what it refuses;
+   * why loading a pickle can execute code, and when ``weights_only=False`` is acceptable;
+   * how to save checkpoints that load with the default, and how to allow your own classes.
+
+.. admonition:: Prerequisites
+
+   :ref:`device-agnostic-code` (``map_location`` puts the loaded tensors on your device).
+
+Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`,
+:func:`~torch_pitfalls.expect_raises`.
+"""
+
+# %%
+# The symptom
+# -----------
+#
+# Older tutorials saved the whole model with :func:`torch.save`.
+# Loading that file back with today's defaults fails.
+# The files of this page go to a temporary directory; nothing is downloaded.
+import pickle
+import re
+import tempfile
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from torch_pitfalls import expect_raises, get_device, seed_everything
+
+seed_everything(0)
+device = get_device()
+print(f"device: {device}")
+
+workdir = tempfile.TemporaryDirectory()
+folder = Path(workdir.name)
+model = nn.Linear(4, 2).to(device)
+torch.save(model, folder / "whole_model.pt")
+
+with expect_raises(pickle.UnpicklingError, "Unsupported global", show=False) as caught:
+    torch.load(folder / "whole_model.pt")
+message = re.sub(r"\x1b\[[0-9;]*m", "", caught.message)  # drop the terminal's bold markers
+print(f"{type(caught.exception).__name__}: {message}")
+assert "GLOBAL torch.nn.modules.linear.Linear" in message
+
+# %%
+# The message names the class it refused, :class:`~torch.nn.Linear`, and offers two ways out;
+# the first one is the dangerous one.
+#
+# Changed in PyTorch 2.6
+# ----------------------
+#
+# Until PyTorch 2.5, :func:`torch.load` defaulted to ``weights_only=False`` and unpickled anything.
+# `PyTorch 2.6 <https://github.com/pytorch/pytorch/releases/tag/v2.6.0>`_ changed the default to
+# ``weights_only=True``.
+# The installed PyTorch says so in the message itself:
+
+changed_in = re.search(r"In PyTorch (\d+\.\d+), we changed the default value", message).group(1)
+print(f"torch {torch.__version__}: the default of weights_only changed in PyTorch {changed_in}")
+assert changed_in == "2.6"
+
+# %%
+# Why
+# ---
+#
+# :func:`torch.load` reads a :mod:`pickle` stream, and unpickling may call any function that
+# the file names, with arguments that the file chooses.
+# An object's ``__reduce__`` method decides what the file asks for.
+# This harmless one asks for :func:`print`; a malicious file would ask for :func:`os.system`.
+
+
+class Payload:
+    def __reduce__(self):
+        return print, ("This line was printed by the file while it was being loaded.",)
+
+
+torch.save(Payload(), folder / "payload.pt")
+
+# %%
+# ``weights_only=True`` rebuilds only an allowlist of types (tensors, storages, dtypes, devices,
+# ``dict``, ``OrderedDict``, lists, tuples, numbers, strings, ...) and refuses every other
+# global the file names, so the payload never runs:
+
+with expect_raises(
+    pickle.UnpicklingError, "Unsupported global: GLOBAL print", show=False
+) as caught:
+    torch.load(folder / "payload.pt")
+print("refused:", re.search(r"Unsupported global: GLOBAL \S+", caught.message).group(0))
+
+# %%
+# With ``weights_only=False`` the file's code runs during :func:`torch.load`, before your code
+# sees any result:
+
+import contextlib
+import io
+
+with contextlib.redirect_stdout(io.StringIO()) as printed_by_file:
+    loaded = torch.load(folder / "payload.pt", weights_only=False)
+print("printed during torch.load:", repr(printed_by_file.getvalue()))
+print("what torch.load returned:", loaded)
+assert printed_by_file.getvalue().startswith("This line was printed by the file")
+assert loaded is None
+
+# %%
+# **weights_only=False executes whatever the file contains: use it only for files you made
+# yourself or fully trust.**
+#
+# The fix
+# -------
+#
+# **Save state dicts, not objects.**
+# :meth:`~torch.nn.Module.state_dict` holds only tensors in an ``OrderedDict``, so it loads with
+# the default; ``map_location=device`` puts the tensors on the device this code runs on, whatever
+# device saved them.
+
+torch.save(model.state_dict(), folder / "weights.pt")
+state = torch.load(folder / "weights.pt", map_location=device)
+restored = nn.Linear(4, 2).to(device)
+_ = restored.load_state_dict(state)
+print("loaded keys:", list(state), "| on", state["weight"].device)
+assert list(state) == ["weight", "bias"]
+assert torch.equal(restored.weight, model.weight) and torch.equal(restored.bias, model.bias)
+
+# %%
+# A training checkpoint is a ``dict`` of state dicts and plain values.
+# An optimizer's ``optimizer.state_dict()`` (here :class:`~torch.optim.Adam`, with
+# its moment estimates) contains only tensors, numbers, lists and dicts, so it loads with the
+# default too:
+
+optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+model(torch.randn(8, 4, device=device)).pow(2).mean().backward()
+optimizer.step()
+checkpoint = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": 3}
+torch.save(checkpoint, folder / "checkpoint.pt")
+loaded_checkpoint = torch.load(folder / "checkpoint.pt", map_location=device)
+print("checkpoint keys:", list(loaded_checkpoint), "| epoch:", loaded_checkpoint["epoch"])
+assert loaded_checkpoint["epoch"] == 3
+assert torch.equal(
+    loaded_checkpoint["optimizer"]["state"][0]["exp_avg"], optimizer.state[model.weight]["exp_avg"]
+)
+
+# %%
+# Your own classes in a checkpoint
+# --------------------------------
+#
+# A checkpoint that also stores a configuration object of your own class is refused like the
+# whole model was:
+
+from dataclasses import dataclass
+
+
+@dataclass
+class TrainConfig:
+    lr: float
+    epochs: int
+
+
+config = TrainConfig(lr=1e-3, epochs=3)
+torch.save({"model": model.state_dict(), "config": config}, folder / "with_config.pt")
+with expect_raises(pickle.UnpicklingError, "Unsupported global", show=False) as caught:
+    torch.load(folder / "with_config.pt")
+print("refused:", re.search(r"Unsupported global: GLOBAL \S+", caught.message).group(0))
+
+# %%
+# **If you trust a class, put it on the allowlist instead of switching the check off.**
+# :func:`torch.serialization.add_safe_globals` adds classes for the rest of the process (call it
+# once at start-up); the ``torch.serialization.safe_globals`` context manager adds them only inside
+# its block, which this page uses so that it leaves the process as it found it.
+# Everything else in the file is still checked.
+
+with torch.serialization.safe_globals([TrainConfig]):
+    with_config = torch.load(folder / "with_config.pt", map_location=device)
+print("config:", with_config["config"])
+assert with_config["config"] == config
+
+# %%
+# Simpler still, store the configuration as a plain ``dict`` (:func:`dataclasses.asdict`):
+# it then loads with the default and needs no allowlist.
+#
+# Takeaway
+# --------
+#
+# **Save state dicts and plain containers, load them with the default weights_only=True, and
+# allowlist your own trusted classes with torch.serialization.add_safe_globals;
+# weights_only=False runs the file's code, so keep it for files you trust.**
+# Since PyTorch 2.6 that default is what :func:`torch.load` does when you pass nothing.
+
+workdir.cleanup()

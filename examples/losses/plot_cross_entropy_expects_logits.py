@@ -1,0 +1,248 @@
+"""
+.. _cross-entropy-expects-logits:
+
+No softmax before ``CrossEntropyLoss``
+======================================
+
+:class:`~torch.nn.CrossEntropyLoss` expects raw, unnormalised scores (logits) and applies the
+softmax itself.
+A network that ends in a softmax and feeds its probabilities to the loss gets a second softmax:
+nothing fails, but the loss can no longer reach zero, its gradients are much smaller, and the model
+trains more slowly.
+
+.. admonition:: What you will learn
+
+   * that :class:`~torch.nn.CrossEntropyLoss` is :func:`~torch.log_softmax` followed by
+     :class:`~torch.nn.NLLLoss`;
+   * why probabilities fed to it put a floor under the loss and shrink the gradients;
+   * which target dtypes and values it accepts, and that probability targets and label smoothing
+     are built in.
+
+.. admonition:: Prerequisites
+
+   :ref:`backward-step-zero-grad` (one training step).
+
+Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`,
+:func:`~torch_pitfalls.expect_raises`, :func:`~torch_pitfalls.run_isolated`,
+:func:`~torch_pitfalls.cuda_skipped`.
+"""
+
+# %%
+# The symptom
+# -----------
+#
+# A small classifier for ten classes of synthetic points, trained twice with the same seed, the
+# same data and the same initial weights.
+# The only difference: the second run puts a softmax between the network and the loss.
+import math
+
+import matplotlib.pyplot as plt
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from torch_pitfalls import cuda_skipped, expect_raises, get_device, run_isolated, seed_everything
+
+seed_everything(0)
+device = get_device()
+print(f"device: {device}")
+
+num_classes, num_features = 10, 8
+centers = 1.5 * torch.randn(num_classes, num_features)
+labels = torch.randint(0, num_classes, (256,))
+inputs = (centers[labels] + torch.randn(256, num_features)).to(device)
+labels = labels.to(device)
+
+
+def make_classifier():
+    seed_everything(1)  # the same initial weights for both runs
+    return nn.Sequential(nn.Linear(num_features, 32), nn.ReLU(), nn.Linear(32, num_classes))
+
+
+def train(softmax_first, steps=100):
+    model = make_classifier().to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    criterion = nn.CrossEntropyLoss()
+    losses = []
+    for _ in range(steps):
+        logits = model(inputs)
+        loss = criterion(logits.softmax(dim=1) if softmax_first else logits, labels)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    with torch.no_grad():
+        accuracy = (model(inputs).argmax(dim=1) == labels).float().mean().item()
+    return losses, accuracy
+
+
+losses_logits, accuracy_logits = train(softmax_first=False)
+losses_softmax, accuracy_softmax = train(softmax_first=True)
+print(f"final loss:     logits {losses_logits[-1]:.4f}, softmax first {losses_softmax[-1]:.4f}")
+print(f"train accuracy: logits {accuracy_logits:.3f}, softmax first {accuracy_softmax:.3f}")
+assert losses_softmax[-1] > 5 * losses_logits[-1]
+assert accuracy_softmax < accuracy_logits
+
+# %%
+# The two training-loss curves, on one figure (the dashed line is explained below):
+
+floor = math.log(math.e + num_classes - 1) - 1
+
+fig, ax = plt.subplots(figsize=(6, 3.5), layout="constrained")
+ax.plot(losses_logits, label="CrossEntropyLoss(logits)")
+ax.plot(losses_softmax, label="CrossEntropyLoss(softmax(logits))")
+ax.axhline(floor, color="gray", linestyle="--", label="floor with probabilities as input")
+ax.set_title(f"Same classifier, same seed, {num_classes} classes")
+ax.set_xlabel("training step")
+ax.set_ylabel("training loss")
+_ = ax.legend()
+
+# %%
+# With the softmax first, the loss flattens out high above the other curve, and the accuracy
+# after the same number of steps is lower.
+#
+# Why
+# ---
+#
+# **Cross-entropy loss is** ``log_softmax`` **followed by the negative log-likelihood loss.**
+# :class:`~torch.nn.CrossEntropyLoss` computes :func:`~torch.log_softmax` of its input and then
+# picks ``−log p[target]`` with :class:`~torch.nn.NLLLoss`; both agree to rounding:
+
+logits = torch.randn(4, num_classes, device=device)
+target = torch.tensor([0, 3, 9, 3], device=device)
+ce = nn.CrossEntropyLoss()(logits, target)
+nll = nn.NLLLoss()(torch.log_softmax(logits, dim=1), target)
+by_hand = -torch.log_softmax(logits, dim=1)[torch.arange(4), target].mean()
+print(f"CrossEntropyLoss: {ce:.6f}  NLLLoss(log_softmax): {nll:.6f}  by hand: {by_hand:.6f}")
+torch.testing.assert_close(ce, nll)
+torch.testing.assert_close(ce, by_hand)
+
+# %%
+# Given probabilities, it takes them for logits and applies a second softmax.
+# Probabilities lie between 0 and 1, so these "logits" differ by at most 1, and the second
+# softmax can never become confident.
+# The best case is a perfect one-hot prediction, ``1`` for the right class and ``0`` for the
+# ``C − 1`` others: the loss is then ``−log(e / (e + C − 1))``, not 0.
+# That is the dashed floor above; a perfect prediction reaches it exactly, and no training step
+# went below it:
+
+perfect = F.one_hot(target, num_classes).float()
+loss_perfect = nn.CrossEntropyLoss()(perfect, target)
+print(f"floor for C = {num_classes}: {floor:.4f}; loss of a perfect prediction: {loss_perfect:.4f}")
+print(f"lowest training loss with softmax first: {min(losses_softmax):.4f}")
+torch.testing.assert_close(loss_perfect.item(), floor)
+assert min(losses_softmax) >= floor
+
+# %%
+# The second softmax also flattens the gradient.
+# Its Jacobian scales the gradient down by at most the largest probability, and the "logits" it
+# sees are all close together, so the loss barely changes when they move.
+# For the same logits, the gradient that reaches them is several times smaller:
+
+logits = torch.randn(4, num_classes).to(device).requires_grad_()  # same values on every device
+nn.CrossEntropyLoss()(logits, target).backward()
+grad_norm_logits = logits.grad.norm().item()
+logits.grad = None
+nn.CrossEntropyLoss()(logits.softmax(dim=1), target).backward()
+grad_norm_softmax = logits.grad.norm().item()
+print(f"gradient norm: logits {grad_norm_logits:.4f}, softmax first {grad_norm_softmax:.4f}")
+print(f"the softmax shrinks it {grad_norm_logits / grad_norm_softmax:.1f}×")
+assert grad_norm_softmax < grad_norm_logits / 3
+
+# %%
+# The fix
+# -------
+#
+# **Give** :class:`~torch.nn.CrossEntropyLoss` **the logits, and apply softmax only where you
+# need probabilities**, outside the loss.
+# The softmax does not change which class is largest, so predictions can use the logits directly.
+# A model that must end in a normalisation can end in :class:`~torch.nn.LogSoftmax` and use
+# :class:`~torch.nn.NLLLoss`: the same loss.
+
+logits = torch.randn(4, num_classes, device=device)
+probabilities = logits.softmax(dim=1)  # for reporting only, never for the loss
+assert torch.equal(logits.argmax(dim=1), probabilities.argmax(dim=1))
+loss_ce = nn.CrossEntropyLoss()(logits, target)
+loss_log_softmax = nn.NLLLoss()(nn.LogSoftmax(dim=1)(logits), target)
+print(f"CrossEntropyLoss: {loss_ce:.6f}  LogSoftmax + NLLLoss: {loss_log_softmax:.6f}")
+torch.testing.assert_close(loss_ce, loss_log_softmax)
+
+# %%
+# Targets: dtype and range
+# ------------------------
+#
+# Class-index targets must be integers (``int64``, the default of :func:`torch.tensor` for
+# integers); float class indices are refused.
+# **A target of floats with the input's shape is something else: a probability target** (see the
+# next section).
+
+with expect_raises(RuntimeError, "(target dtype|scalar type).*Long"):
+    nn.CrossEntropyLoss()(logits, target.float())
+
+# %%
+# Each class index must lie in ``[0, C)``.
+# On the CPU an index out of range raises at once:
+
+with expect_raises(IndexError, "out of bounds"):
+    nn.CrossEntropyLoss()(logits.cpu(), torch.tensor([0, 3, num_classes, 3]))
+
+# %%
+# On CUDA the same mistake is a device-side assert, which leaves the process's CUDA context
+# unusable (see :ref:`index-select`), so it runs in a child process here, with
+# ``CUDA_LAUNCH_BLOCKING=1``; the page's own process then still computes on CUDA.
+# On a CPU-only build the output below is a sentence saying that this part did not run.
+
+source = """
+import torch
+logits = torch.zeros(4, 10, device="cuda")
+target = torch.tensor([0, 3, 10, 3], device="cuda")
+loss = torch.nn.CrossEntropyLoss()(logits, target)
+print(loss.item())
+"""
+if device.type == "cuda":
+    child = run_isolated(source, device="cuda", env={"CUDA_LAUNCH_BLOCKING": "1"})
+    print("child exit status:", child.returncode)
+    print("child's error:", child.last_error_line())
+    assert child.returncode != 0
+    assert "device-side assert" in child.stderr
+    still_works = torch.ones(3, device=device).sum().item()
+    print("this process still computes on CUDA:", still_works)
+    assert still_works == 3.0
+else:
+    print(cuda_skipped("the out-of-range target on CUDA (a device-side assert)"))
+
+# %%
+# Changed in PyTorch 1.10
+# -----------------------
+#
+# Since `PyTorch 1.10 <https://github.com/pytorch/pytorch/releases/tag/v1.10.0>`_,
+# :class:`~torch.nn.CrossEntropyLoss` also accepts class probabilities as the target
+# (`#61044 <https://github.com/pytorch/pytorch/pull/61044>`_) and has a ``label_smoothing``
+# argument (`#63122 <https://github.com/pytorch/pytorch/pull/63122>`_).
+# **No hand-written soft-target loss is needed any more.**
+# A one-hot probability target gives the same loss as the class indices:
+
+one_hot = F.one_hot(target, num_classes).float()
+loss_indices = nn.CrossEntropyLoss()(logits, target)
+loss_one_hot = nn.CrossEntropyLoss()(logits, one_hot)
+print(f"class indices: {loss_indices:.6f}  one-hot probabilities: {loss_one_hot:.6f}")
+torch.testing.assert_close(loss_indices, loss_one_hot)
+
+# %%
+# Label smoothing ``ε`` is the same as the probability target ``(1 − ε)·one_hot + ε / C``:
+
+eps = 0.1
+smoothed = (1 - eps) * one_hot + eps / num_classes
+loss_smoothing = nn.CrossEntropyLoss(label_smoothing=eps)(logits, target)
+loss_smoothed_target = nn.CrossEntropyLoss()(logits, smoothed)
+print(f"label_smoothing={eps}: {loss_smoothing:.6f}  smoothed target: {loss_smoothed_target:.6f}")
+torch.testing.assert_close(loss_smoothing, loss_smoothed_target)
+
+# %%
+# Takeaway
+# --------
+#
+# :class:`~torch.nn.CrossEntropyLoss` **applies the softmax itself: feed it logits, never
+# probabilities.**
+# Targets are ``int64`` class indices in ``[0, C)``, or class probabilities with the input's shape;
+# use ``label_smoothing=`` rather than a hand-written loss.

@@ -1,0 +1,186 @@
+"""
+.. _functional-dropout:
+
+``F.dropout`` and its ``training`` flag
+=======================================
+
+:func:`torch.nn.functional.dropout` is a plain function: it cannot see whether the model that
+calls it is in training or in evaluation mode.
+Its ``training`` argument defaults to ``True``, so a model that calls it without that argument
+keeps dropping activations after :meth:`model.eval() <torch.nn.Module.eval>`.
+Evaluation then gives a different answer on every call, and a worse one.
+
+.. admonition:: What you will learn
+
+   * why :meth:`~torch.nn.Module.eval` does not reach :func:`~torch.nn.functional.dropout`;
+   * the two fixes: ``training=self.training``, or the :class:`~torch.nn.Dropout` module;
+   * which functional layers default to which mode, and what changed in PyTorch 1.0.
+
+.. admonition:: Prerequisites
+
+   :ref:`train-eval-mode` (what ``train()`` and ``eval()`` switch).
+
+Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`.
+"""
+
+# %%
+# The symptom
+# -----------
+#
+# A small network whose ``forward`` applies dropout with the functional form.
+# We put it in evaluation mode and ask twice for the prediction on the same batch.
+import inspect
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from torch_pitfalls import get_device, seed_everything
+
+seed_everything(0)
+device = get_device()
+print(f"device: {device}")
+
+
+class FunctionalDropoutNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(8, 32)
+        self.fc2 = nn.Linear(32, 3)
+
+    def forward(self, x):
+        hidden = F.dropout(F.relu(self.fc1(x)), p=0.5)  # training defaults to True
+        return self.fc2(hidden)
+
+
+model = FunctionalDropoutNet().to(device)
+x = torch.randn(4, 8, device=device)
+_ = model.eval()
+with torch.no_grad():
+    eval_a, eval_b = model(x), model(x)
+print("model.training:", model.training)
+print("first call: ", eval_a[0])
+print("second call:", eval_b[0])
+print("same prediction twice in eval mode:", torch.equal(eval_a, eval_b))
+assert not model.training and not torch.equal(eval_a, eval_b)
+
+# %%
+# Why
+# ---
+#
+# :meth:`~torch.nn.Module.eval` sets the ``training`` attribute of the module and of its
+# registered submodules, nothing more (see :ref:`train-eval-mode`).
+# A function call inside ``forward`` has no such attribute: it only sees its arguments.
+# **F.dropout drops whenever its training argument is True, and True is its default.**
+
+training_default = inspect.signature(F.dropout).parameters["training"].default
+print("default of F.dropout's training argument:", training_default)
+assert training_default is True
+
+hidden = F.relu(model.fc1(x)).detach()
+still_dropped = F.dropout(hidden, p=0.5)
+zeros_added = int(((still_dropped == 0) & (hidden != 0)).sum())
+print("activations zeroed by F.dropout with the model in eval mode:", zeros_added)
+assert zeros_added > 0
+
+# %%
+# The functional layers do not even agree on their default.
+# The dropout family defaults to training, while :func:`~torch.nn.functional.alpha_dropout` and
+# :func:`~torch.nn.functional.batch_norm` default to evaluation:
+# relying on any of these defaults hides which mode a layer runs in.
+
+functions = [F.dropout, F.dropout2d, F.alpha_dropout, F.batch_norm]
+defaults = {f.__name__: inspect.signature(f).parameters["training"].default for f in functions}
+print("training defaults:", defaults)
+assert defaults == {
+    "dropout": True,
+    "dropout2d": True,
+    "alpha_dropout": False,
+    "batch_norm": False,
+}
+
+# %%
+# The fix
+# -------
+#
+# **Pass the module's own flag, training=self.training, or use the nn.Dropout module.**
+# Both fixed networks have the same weights as the broken one (dropout has no parameters, so the
+# state dict loads unchanged).
+
+
+class PassTrainingFlag(FunctionalDropoutNet):
+    def forward(self, x):
+        hidden = F.dropout(F.relu(self.fc1(x)), p=0.5, training=self.training)
+        return self.fc2(hidden)
+
+
+class DropoutModule(FunctionalDropoutNet):
+    def __init__(self):
+        super().__init__()
+        self.drop = nn.Dropout(0.5)
+
+    def forward(self, x):
+        return self.fc2(self.drop(F.relu(self.fc1(x))))
+
+
+fixed_flag = PassTrainingFlag().to(device)
+fixed_module = DropoutModule().to(device)
+_ = fixed_flag.load_state_dict(model.state_dict())
+_ = fixed_module.load_state_dict(model.state_dict())
+
+# %%
+# In evaluation mode both are deterministic and equal to the network without any dropout.
+
+_ = fixed_flag.eval()
+_ = fixed_module.eval()
+with torch.no_grad():
+    no_dropout = model.fc2(F.relu(model.fc1(x)))
+    flag_a, flag_b = fixed_flag(x), fixed_flag(x)
+    module_a, module_b = fixed_module(x), fixed_module(x)
+print("training=self.training, same twice:", torch.equal(flag_a, flag_b))
+print("nn.Dropout, same twice:", torch.equal(module_a, module_b))
+assert torch.equal(flag_a, flag_b) and torch.equal(module_a, module_b)
+torch.testing.assert_close(flag_a, no_dropout)
+torch.testing.assert_close(module_a, no_dropout)
+
+# %%
+# In training mode both still drop, so the regularisation is kept where it belongs.
+
+_ = fixed_flag.train()
+_ = fixed_module.train()
+with torch.no_grad():
+    flag_train_differs = not torch.equal(fixed_flag(x), fixed_flag(x))
+    module_train_differs = not torch.equal(fixed_module(x), fixed_module(x))
+print("train mode, outputs differ between calls:", flag_train_differs, module_train_differs)
+assert flag_train_differs and module_train_differs
+
+# %%
+# If you *want* dropout at evaluation time (Monte Carlo dropout, to estimate uncertainty),
+# write ``training=True`` explicitly, so that a reader can see it is intended.
+#
+# Changed in PyTorch 1.0
+# ----------------------
+#
+# Up to PyTorch 0.4, :func:`~torch.nn.functional.dropout` defaulted to ``training=False``:
+# calling it without the flag silently did nothing, even during training — the opposite bug.
+# `Pull request #10417 <https://github.com/pytorch/pytorch/pull/10417>`_ changed the default to
+# ``True``, first released in
+# `PyTorch 1.0 <https://github.com/pytorch/pytorch/releases/tag/v1.0.0>`_.
+# **Code written for either default is wrong under the other: always pass training explicitly.**
+
+_ = model.train()
+with torch.no_grad():
+    no_flag = F.dropout(hidden, p=0.5)
+    explicit_off = F.dropout(hidden, p=0.5, training=False)
+print("without the flag, today it drops:", bool(((no_flag == 0) & (hidden != 0)).any()))
+print("training=False is the identity:", torch.equal(explicit_off, hidden))
+assert ((no_flag == 0) & (hidden != 0)).any() and torch.equal(explicit_off, hidden)
+
+# %%
+# Takeaway
+# --------
+#
+# **A functional layer never sees model.eval(): pass training=self.training to F.dropout, or use
+# nn.Dropout, which reads the flag for you.**
+# Check any model whose evaluation output changes between two identical calls for a bare
+# ``F.dropout(x)``.
