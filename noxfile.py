@@ -75,6 +75,15 @@ def tests(session: nox.Session) -> None:
     """Run every example on every available device, the doctests, the helper and catalog tests."""
     install(session, "tests")
     session.run("pytest", *session.posargs, env={"MPLBACKEND": "Agg"})
+    session.run("python", str(DOCS / "_ext" / "catalogs.py"))
+
+
+@nox.session(python=PYTHON)
+def translations(session: nox.Session) -> None:
+    """Check the Chinese catalogs and print per-page translation progress."""
+    install(session, "tests")
+    session.run("python", str(DOCS / "_ext" / "catalogs.py"), success_codes=[0, 1])
+    session.run("pytest", "tests/test_translations.py", *session.posargs)
 
 
 @nox.session(python=PYTHON)

@@ -90,3 +90,29 @@ def test_every_changed_behaviour_is_in_the_changes_table():
     rows = set(re.findall(r"^\| \{ref\}`([\w-]+)` \|.*\| (\d+\.\d+(?:\.\d+)?) ", table, re.M))
     assert changed_sections(), "no page has a 'Changed in PyTorch X.Y' section"
     assert rows == changed_sections()
+
+
+def test_gallery_thumbnails_are_translated():
+    table = {"requires_grad propagates": "requires_grad 会传播", "It's a page.": "这是一页。"}
+    raw = (
+        '<div class="sphx-glr-thumbcontainer" tooltip="It&#x27;s a page.">'
+        '<div class="sphx-glr-thumbnail-title">requires_grad propagates</div>'
+        '<div class="sphx-glr-thumbnail-title">Not translated yet</div>'
+    )
+    out = pitfalls_sphinx.translate_thumbnails(raw, table)
+    assert 'tooltip="这是一页。"' in out
+    assert ">requires_grad 会传播<" in out
+    assert ">Not translated yet<" in out
+
+
+def test_thumbnail_text_is_reduced_like_sphinx_gallery():
+    plain = pitfalls_sphinx._plain
+    assert plain("用 :meth:`~torch.Tensor.backward` 计算") == "用 backward 计算"
+    assert plain("一步：:meth:`~torch.Tensor.backward`\\ 计算") == "一步：backward计算"
+    assert plain("Use ``x`` and **bold**") == "Use x and bold"
+
+
+def test_chinese_queries_are_split_into_bigrams():
+    assert pitfalls_sphinx.cjk_bigrams("梯度累积") == ["梯度", "度累", "累积"]
+    assert pitfalls_sphinx.cjk_bigrams("计算图 backward") == ["计算", "算图"]
+    assert pitfalls_sphinx.cjk_bigrams("用") == ["用"]

@@ -3,6 +3,7 @@ keeping every role, link target and inline literal of the English message."""
 
 from __future__ import annotations
 
+import collections
 import csv
 import gettext
 import re
@@ -68,6 +69,7 @@ def test_catalog_compiles(path, tmp_path):
 ROLE = re.compile(r"(\{[\w:-]+\}|:[\w:-]+:)`([^`]*)`")
 LITERAL = re.compile(r"``(.+?)``|(?<![`\w])`([^`]+)`(?![`_])")
 TARGET = re.compile(r"<([^<>]+)>`")
+LINK = re.compile(r"`[^`]*<[^<>]+>`__?")
 
 
 def markup(text: str) -> dict[str, list[str]]:
@@ -76,7 +78,7 @@ def markup(text: str) -> dict[str, list[str]]:
     for role, content in ROLE.findall(text):
         target = TARGET.search(content + "`")
         roles.append(f"{role}{target.group(1) if target else content}")
-    stripped = ROLE.sub("", text)
+    stripped = LINK.sub("", ROLE.sub("", text))
     literals = sorted(a or b for a, b in LITERAL.findall(stripped))
     return {"roles": sorted(roles), "literals": literals, "targets": sorted(TARGET.findall(text))}
 
@@ -88,6 +90,67 @@ def test_translation_keeps_markup(path):
         if markup(entry.msgid) != markup(entry.msgstr):
             problems.append(
                 f"{entry.msgid[:70]!r}: {markup(entry.msgid)} != {markup(entry.msgstr)}"
+            )
+    assert not problems, "\n".join(problems)
+
+
+def _generic_role(name, rawtext, text, lineno, inliner, options=None, content=None):
+    from docutils import nodes
+
+    target = re.search(r"<([^<>]+)>$", text)
+    return [nodes.literal(rawtext, f"{name}:{target.group(1) if target else text}")], []
+
+
+ROLES = ["ref", "doc", "class", "func", "meth", "attr", "mod", "download", "data", "obj", "exc"]
+
+
+def rest_structure(text: str) -> collections.Counter:
+    """Inline literals, roles (by target), references and parse errors of a reST message."""
+    from docutils.core import publish_doctree
+    from docutils.parsers.rst import roles
+
+    for role in [
+        "ref",
+        "doc",
+        "class",
+        "func",
+        "meth",
+        "attr",
+        "mod",
+        "download",
+        "data",
+        "obj",
+        "exc",
+    ]:
+        roles.register_local_role(role, _generic_role)
+    tree = publish_doctree(text, settings_overrides={"report_level": 5, "halt_level": 5})
+    found = collections.Counter()
+    for node in tree.findall():
+        if node.tagname == "literal":
+            found[("literal", node.astext())] += 1
+        elif node.tagname in ("reference", "problematic", "system_message"):
+            found[(node.tagname,)] += 1
+        elif node.tagname in ("strong", "emphasis"):
+            found[(node.tagname,)] = 1  # present or not: word order may split a bold phrase
+    return found
+
+
+REST_CATALOGS = [p for p in CATALOGS if catalog_id(p).startswith("auto_examples/")]
+
+
+@pytest.mark.parametrize("path", REST_CATALOGS, ids=catalog_id)
+def test_translation_parses_like_the_english(path):
+    """Docutils reads the msgstr with the same literals, roles and links as the msgid.
+
+    Catches what a regular expression cannot: markup that no longer parses because a Chinese
+    character or an opening full-width bracket touches it (write ``\\ `` between them).
+    """
+    problems = []
+    for entry in polib.pofile(str(path)).translated_entries():
+        expected, got = rest_structure(entry.msgid), rest_structure(entry.msgstr)
+        if expected != got:
+            problems.append(
+                f"{entry.msgstr[:70]!r}: missing {expected - got}, extra {got - expected}"
             )
     assert not problems, "\n".join(problems)
 
@@ -124,4 +187,57 @@ def test_translation_follows_the_glossary(path):
         for term in STRICT_TERMS:
             if re.search(rf"\b{re.escape(term)}s?\b", prose) and table[term] not in entry.msgstr:
                 problems.append(f"{term} → {table[term]} missing in: {entry.msgstr[:60]}")
+    assert not problems, "\n".join(problems)
+
+
+# -- Chinese text: Simplified characters and typography --------------------------------------------
+
+MARKUP = [
+    # roles, reST and MyST: an explicit title is what the reader sees; a cross-reference to a page
+    # shows that page's (translated) title, here a CJK stand-in; an API name stays Latin
+    (re.compile(r"(?:\{[\w:-]+\}|:[\w:-]+:)`([^`<]+?)\s*<[^>]+>`"), r"\1"),
+    (re.compile(r"(?:\{(?:ref|doc)\}|:(?:ref|doc):)`[^`]*`"), "页"),
+    (re.compile(r"(?:\{[\w:-]+\}|:[\w:-]+:)`[^`]*`"), "X"),
+    (re.compile(r"``[^`]+``"), "X"),  # reST inline literals
+    (re.compile(r"`([^`<]+?)\s*<[^>]+>`__?"), r"\1"),  # reST links: keep the text
+    (re.compile(r"\[([^\]]+)\]\([^)]+\)"), r"\1"),  # Markdown links: keep the text
+    (re.compile(r"`[^`]+`"), "X"),  # Markdown code spans
+    (re.compile(r"\*\*|\*"), ""),  # emphasis markers
+    (re.compile(r"\\ "), ""),  # reST escaped space (an empty separator)
+    (re.compile(r"https?://\S+"), "X"),  # bare URLs
+]
+
+
+def prose(text: str) -> str:
+    """The text a reader sees, with every piece of code or markup replaced by a Latin token."""
+    for pattern, replacement in MARKUP:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+@pytest.mark.parametrize("path", CATALOGS, ids=catalog_id)
+def test_translation_is_simplified_chinese(path):
+    import opencc
+
+    to_simplified = opencc.OpenCC("t2s")
+    problems = []
+    for entry in polib.pofile(str(path)).translated_entries():
+        simplified = to_simplified.convert(entry.msgstr)
+        if simplified != entry.msgstr:
+            chars = {a for a, b in zip(entry.msgstr, simplified, strict=True) if a != b}
+            problems.append(f"Traditional characters {sorted(chars)} in: {entry.msgstr[:60]}")
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("path", CATALOGS, ids=catalog_id)
+def test_translation_typography(path):
+    """Spaces between CJK and Latin letters or digits, full-width punctuation (autocorrect)."""
+    import autocorrect_py
+
+    problems = []
+    for entry in polib.pofile(str(path)).translated_entries():
+        text = prose(entry.msgstr)
+        fixed = autocorrect_py.format(text)
+        if fixed != text:
+            problems.append(f"{text[:80]!r}\n  should read {fixed[:80]!r}")
     assert not problems, "\n".join(problems)

@@ -7,6 +7,7 @@ refer to the names defined here.
 from __future__ import annotations
 
 import hashlib
+import html
 import re
 import zlib
 from pathlib import Path
@@ -218,10 +219,112 @@ def _search_chinese_class():
     return SearchChineseBigrams
 
 
+# -- Gallery thumbnails in the page's language ---------------------------------------------------
+#
+# sphinx-gallery writes each thumbnail's tooltip (the page's first paragraph) and title as raw HTML,
+# which gettext never sees. On a translated build, replace both with the translations the pages'
+# own catalogs hold, reduced to plain text the way sphinx-gallery reduces the English.
+
+THUMBNAIL = re.compile(
+    r'(tooltip=")([^"]*)(")|(<div class="sphx-glr-thumbnail-title">)([^<]*)(</div>)'
+)
+# What sphinx-gallery's own clean-up misses when a role follows CJK text with no space.
+LEFTOVER_ROLE = re.compile(r":(?:[\w-]+:)+`(~?)([^`<>]+?)(?:\s*<[^>]+>)?`")
+LEFTOVER_LITERAL = re.compile(r"``([^`]+)``")
+
+
+def _plain(text: str) -> str:
+    from sphinx_gallery.gen_rst import _sanitize_rst
+
+    text = LEFTOVER_ROLE.sub(lambda m: m[2].rsplit(".", 1)[-1] if m[1] else m[2], text)
+    text = _sanitize_rst(text.replace("\\ ", ""))
+    return " ".join(LEFTOVER_LITERAL.sub(r"\1", text).split())
+
+
+def thumbnail_translations(messages: Path) -> dict[str, str]:
+    """Plain English text → plain translated text, from the example pages' catalogs."""
+    import polib
+
+    table = {}
+    for path in sorted(messages.glob("auto_examples/*/plot_*.po")):
+        for entry in polib.pofile(str(path)).translated_entries():
+            table[_plain(entry.msgid)] = _plain(entry.msgstr)
+    return table
+
+
+def translate_thumbnails(raw_html: str, table: dict[str, str]) -> str:
+    """Replace the tooltips and titles of sphinx-gallery thumbnails found in ``table``."""
+
+    def swap(match: re.Match) -> str:
+        start, text, end = match.group(1, 2, 3) if match.group(1) else match.group(4, 5, 6)
+        english = " ".join(html.unescape(text).split())
+        return start + html.escape(table.get(english, english)) + end
+
+    return THUMBNAIL.sub(swap, raw_html)
+
+
+def _translate_gallery_thumbnails(app, doctree) -> None:
+    from docutils import nodes
+
+    docname = app.env.docname
+    if not (app.config.language or "en").startswith("zh") or not docname.startswith("auto_"):
+        return
+    table = thumbnail_translations(DOCS / "locale" / app.config.language / "LC_MESSAGES")
+    for raw in doctree.findall(nodes.raw):
+        text = raw.astext()
+        if "sphx-glr-thumb" in text:
+            raw.replace(raw[0], nodes.Text(translate_thumbnails(text, table)))
+
+
+# -- The terminology glossary, shown on the contributor guide ------------------------------------
+
+
+def _glossary_directive():
+    import csv
+
+    from docutils import nodes
+    from sphinx.util.docutils import SphinxDirective
+
+    class Glossary(SphinxDirective):
+        """``pitfalls-glossary``: the table of docs/locale/zh_CN/glossary.csv.
+
+        Its cells are terms in both languages already, so they are marked untranslatable and stay
+        out of the catalogs.
+        """
+
+        def run(self):
+            path = DOCS / "locale" / "zh_CN" / "glossary.csv"
+            self.env.note_dependency(str(path))
+            with path.open(encoding="utf-8") as file:
+                rows = list(csv.reader(file))
+            table = nodes.table(classes=["pitfalls-glossary"])
+            group = nodes.tgroup(cols=3)
+            table += group
+            group.extend(nodes.colspec(colwidth=width) for width in (3, 2, 6))
+
+            def row(cells):
+                line = nodes.row()
+                for cell in cells:
+                    paragraph = nodes.paragraph(text=cell)
+                    paragraph["translatable"] = False
+                    entry = nodes.entry()
+                    entry += paragraph
+                    line += entry
+                return line
+
+            group += nodes.thead("", row(["English", "中文", "Note · 说明"]))
+            group += nodes.tbody("", *(row(cells) for cells in rows[1:]))
+            return [table]
+
+    return Glossary
+
+
 def setup(app):
     # The first build of a `nox -s docs` run (English) finds the stamp stale and re-runs the
     # examples; the second (Chinese) finds it current and reuses their outputs.
     invalidate_stale_examples()
     app.connect("env-get-outdated", _outdated_environment_pages)
     app.add_search_language(_search_chinese_class())
+    app.connect("doctree-read", _translate_gallery_thumbnails)
+    app.add_directive("pitfalls-glossary", _glossary_directive())
     return {"parallel_read_safe": True, "parallel_write_safe": True}

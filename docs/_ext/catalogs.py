@@ -1,0 +1,62 @@
+"""Translation progress of the Chinese catalogs, one line per page.
+
+Run by ``nox -s translations`` (and at the end of ``nox -s tests``)::
+
+    python docs/_ext/catalogs.py
+
+Prints, for every catalog under ``docs/locale/zh_CN/LC_MESSAGES``, how many messages are
+translated, fuzzy (the English changed since) and untranslated. Exit status 1 when any page is
+incomplete. The detailed checks (markup kept, glossary, Simplified characters, typography) are
+the tests in ``tests/test_translations.py``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import polib
+
+MESSAGES = Path(__file__).resolve().parents[1] / "locale" / "zh_CN" / "LC_MESSAGES"
+
+
+def progress(messages: Path = MESSAGES) -> list[tuple[str, int, int, int]]:
+    """``(page, translated, fuzzy, untranslated)`` for every catalog, sorted by page."""
+    rows = []
+    for path in sorted(messages.rglob("*.po")):
+        catalog = polib.pofile(str(path))
+        fuzzy = len(catalog.fuzzy_entries())
+        untranslated = len(catalog.untranslated_entries())
+        translated = len(catalog.translated_entries())
+        rows.append(
+            (path.relative_to(messages).with_suffix("").as_posix(), translated, fuzzy, untranslated)
+        )
+    return rows
+
+
+def main() -> int:
+    rows = progress()
+    width = max(len(page) for page, *_ in rows)
+    print(f"{'page':<{width}}  translated  fuzzy  untranslated  done")
+    incomplete = 0
+    for page, translated, fuzzy, untranslated in rows:
+        total = translated + fuzzy + untranslated
+        share = 100 * translated / total if total else 100.0
+        incomplete += bool(fuzzy or untranslated)
+        print(f"{page:<{width}}  {translated:>10}  {fuzzy:>5}  {untranslated:>12}  {share:5.1f}%")
+    done = sum(r[1] for r in rows)
+    total = sum(r[1] + r[2] + r[3] for r in rows)
+    print(
+        f"{'all pages':<{width}}  {done:>10}  {'':>5}  {total - done:>12}  "
+        f"{100 * done / total:5.1f}%"
+    )
+    if incomplete:
+        print(
+            f"{incomplete} page(s) need translating: fill the empty msgstr, revise the fuzzy ones "
+            "and remove their '#, fuzzy' flag."
+        )
+    return 1 if incomplete else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
