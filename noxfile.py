@@ -74,8 +74,16 @@ def docs(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """Run every example on every available device, the doctests, the helper and catalog tests."""
     install(session, "tests")
-    session.run("pytest", *session.posargs, env={"MPLBACKEND": "Agg"})
+    session.run("pytest", "--ignore=tests/browser", *session.posargs, env={"MPLBACKEND": "Agg"})
     session.run("python", str(DOCS / "_ext" / "catalogs.py"))
+
+
+@nox.session(python=PYTHON)
+def browser(session: nox.Session) -> None:
+    """Browser tests of the built site (run `nox -s docs` first): Debian's Chromium, Playwright."""
+    session.install(*optional_dependencies("browser"))
+    # --confcutdir: the other tests' conftest files (torch, sybil) are not needed here.
+    session.run("pytest", "--confcutdir=tests/browser", "tests/browser", *session.posargs)
 
 
 @nox.session(python=PYTHON)

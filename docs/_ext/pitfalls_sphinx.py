@@ -212,6 +212,9 @@ def _search_chinese_class():
         """Sphinx's Chinese search (jieba words) plus CJK bigrams, in the index and the query."""
 
         js_splitter_code = CJK_SPLIT_QUERY_JS
+        # Sphinx 9.0's Chinese search ships the English stemmer but writes
+        # `window.Stemmer = ChineseStemmer`, which is undefined: search then fails in the browser.
+        language_name = "English"
 
         def split(self, input: str) -> list[str]:
             return super().split(input) + cjk_bigrams(input)
