@@ -241,3 +241,25 @@ def test_translation_typography(path):
         if fixed != text:
             problems.append(f"{text[:80]!r}\n  should read {fixed[:80]!r}")
     assert not problems, "\n".join(problems)
+
+
+def test_a_rewritten_paragraph_keeps_its_translation_as_fuzzy():
+    import sys
+
+    sys.path.insert(0, str(ROOT / "docs" / "_ext"))
+    import catalogs
+
+    catalog = polib.POFile()
+    old = polib.POEntry(
+        msgid="Backward frees the saved tensors.", msgstr="反向传播会释放保存的张量。"
+    )
+    old.obsolete = True
+    catalog.append(old)
+    catalog.append(polib.POEntry(msgid="Backward frees every saved tensor at once.", msgstr=""))
+    catalog.append(polib.POEntry(msgid="Something else entirely, about devices.", msgstr=""))
+    assert catalogs.carry_over(catalog) == 1
+    entry = catalog.find("Backward frees every saved tensor at once.")
+    assert entry.msgstr == "反向传播释放保存的张量。" and "fuzzy" in entry.flags
+    assert entry.previous_msgid == "Backward frees the saved tensors."
+    assert not catalog.obsolete_entries()
+    assert catalog.find("Something else entirely, about devices.").msgstr == ""

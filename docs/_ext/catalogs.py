@@ -4,6 +4,8 @@ Run by ``nox -s translations`` (and at the end of ``nox -s tests``)::
 
     python docs/_ext/catalogs.py
 
+``nox -s i18n`` runs ``python docs/_ext/catalogs.py --carry-over`` after ``sphinx-intl update``.
+
 Prints, for every catalog under ``docs/locale/zh_CN/LC_MESSAGES``, how many messages are
 translated, fuzzy (the English changed since) and untranslated. Exit status 1 when any page is
 incomplete. The detailed checks (markup kept, glossary, Simplified characters, typography) are
@@ -34,6 +36,55 @@ def progress(messages: Path = MESSAGES) -> list[tuple[str, int, int, int]]:
     return rows
 
 
+def carry_over(catalog: polib.POFile, cutoff: float = 0.5) -> int:
+    """Give each new, empty entry the translation of the closest message that just disappeared.
+
+    ``sphinx-intl update`` marks a changed message *fuzzy* when it finds the old one similar enough,
+    and otherwise adds an empty entry and keeps the old one as obsolete (``#~``). Here the empty
+    entry takes the obsolete entry's translation, flagged fuzzy, so a changed paragraph never loses
+    its translation: a translator revises it instead of starting over.
+
+    Args:
+        catalog: a catalog just updated (modified in place).
+        cutoff: the lowest similarity (``float`` in [0, 1], :class:`difflib.SequenceMatcher`
+            ratio) at which an obsolete translation is reused.
+
+    Returns:
+        The number of entries that received a translation (``int``).
+    """
+    import difflib
+
+    obsolete = [e for e in catalog.obsolete_entries() if e.msgstr]
+    carried = 0
+    for entry in catalog.untranslated_entries():
+        if not obsolete:
+            break
+        ratios = [difflib.SequenceMatcher(None, entry.msgid, old.msgid).ratio() for old in obsolete]
+        best = max(range(len(obsolete)), key=ratios.__getitem__)
+        if ratios[best] < cutoff:
+            continue
+        old = obsolete.pop(best)
+        entry.msgstr = old.msgstr
+        entry.previous_msgid = old.msgid
+        entry.flags.append("fuzzy")
+        catalog.remove(old)
+        carried += 1
+    return carried
+
+
+def carry_over_all(messages: Path = MESSAGES) -> int:
+    """:func:`carry_over` on every catalog; prints and returns how many entries were carried."""
+    total = 0
+    for path in sorted(messages.rglob("*.po")):
+        catalog = polib.pofile(str(path))
+        carried = carry_over(catalog)
+        if carried:
+            catalog.save()
+            print(f"{path.relative_to(messages)}: {carried} changed message(s) kept as fuzzy")
+        total += carried
+    return total
+
+
 def main() -> int:
     rows = progress()
     width = max(len(page) for page, *_ in rows)
@@ -59,4 +110,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--carry-over"]:
+        carry_over_all()
+        sys.exit(0)
     sys.exit(main())
