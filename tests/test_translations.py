@@ -251,7 +251,7 @@ def test_a_rewritten_paragraph_keeps_its_translation_as_fuzzy():
 
     catalog = polib.POFile()
     old = polib.POEntry(
-        msgid="Backward frees the saved tensors.", msgstr="反向传播会释放保存的张量。"
+        msgid="Backward frees the saved tensors.", msgstr="反向传播释放保存的张量。"
     )
     old.obsolete = True
     catalog.append(old)
