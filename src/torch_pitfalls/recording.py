@@ -1,0 +1,272 @@
+"""CUDA sections of a page: live on a GPU, shown from a recorded transcript everywhere else.
+
+Most builds of the site have no GPU. A page wraps each CUDA-only part in :func:`cuda_section`:
+
+.. code-block:: python
+
+    with cuda_section(device, "the device-side assert") as live:
+        if live:
+            ...  # CUDA code; what it prints is the section's output
+
+On CUDA the block runs and its output is shown as usual; with ``TORCH_PITFALLS_RECORD=1``
+(``nox -s cuda``) it is also written to the page's transcript, ``docs/cuda_recordings/<slug>.json``,
+with the GPU's name, the driver, CUDA and PyTorch versions and the date. Without CUDA the block
+is skipped and the recorded output is printed instead, under a header that says it is a
+recording — or, when none exists, a plain statement that the part did not run. Introduced on
+"index-select"; every page with a CUDA-only part uses it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+RECORD_ENV = "TORCH_PITFALLS_RECORD"
+"""Set to ``1`` to write the output of every live CUDA section to its page's transcript."""
+
+RECORDINGS_ENV = "TORCH_PITFALLS_RECORDINGS"
+"""Folder of the transcripts; default: ``docs/cuda_recordings`` of the source tree."""
+
+
+def recordings_dir() -> Path:
+    """The folder that holds the transcripts (``docs/cuda_recordings`` unless overridden)."""
+    override = os.environ.get(RECORDINGS_ENV, "").strip()
+    if override:
+        return Path(override)
+    return Path(__file__).resolve().parents[2] / "docs" / "cuda_recordings"
+
+
+@dataclass
+class Section:
+    """One CUDA section of a page, as :func:`cuda_section` yields it.
+
+    Attributes:
+        slug: the page's slug.
+        name: the section's name, unique on its page (``str``).
+        live: ``True`` when the block runs on CUDA in this process.
+        measured: its numbers are measurements (times, memory) that vary from run to run.
+        output: what the block printed (``str``), once it has ended; ``""`` when not live.
+    """
+
+    slug: str
+    name: str
+    live: bool
+    measured: bool = False
+    output: str = ""
+
+    def __bool__(self) -> bool:
+        return self.live
+
+
+#: Every live section run in this process, by (slug, name): the staleness test reads it.
+LIVE: dict[tuple[str, str], Section] = {}
+
+
+def _slug_of_caller(depth: int = 3) -> str:
+    filename = sys._getframe(depth).f_globals.get("__file__", "")
+    stem = Path(filename).stem
+    if not stem.startswith("plot_"):
+        raise ValueError("cuda_section needs slug= outside an example file (plot_<slug>.py)")
+    return stem.removeprefix("plot_").replace("_", "-")
+
+
+def environment() -> dict[str, str]:
+    """GPU name, driver, CUDA and PyTorch versions and today's date, for a transcript header."""
+    driver = "unknown"
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        query = ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"]
+        driver = subprocess.run(query, capture_output=True, text=True, timeout=30).stdout
+        driver = driver.strip().splitlines()[0] if driver.strip() else "unknown"
+    return {
+        "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else "none",
+        "driver": driver,
+        "cuda": str(torch.version.cuda),
+        "torch": torch.__version__,
+        "date": _dt.date.today().isoformat(),
+    }
+
+
+def load_transcript(slug: str) -> dict | None:
+    """The recorded transcript of a page, or ``None`` when there is none.
+
+    Raises:
+        ValueError: the file exists but is not a transcript (bad JSON or missing keys).
+    """
+    path = recordings_dir() / f"{slug}.json"
+    if not path.exists():
+        return None
+    try:
+        transcript = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path} is not valid JSON: {err}") from None
+    missing = {"gpu", "driver", "cuda", "torch", "date", "sections"} - set(transcript)
+    if missing:
+        raise ValueError(f"{path} lacks {sorted(missing)}")
+    return transcript
+
+
+def save_section(section: Section, env: dict[str, str] | None = None) -> Path:
+    """Write one live section into its page's transcript (the header is refreshed)."""
+    path = recordings_dir() / f"{section.slug}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    transcript = load_transcript(section.slug) or {"sections": {}}
+    transcript.update(env or environment())
+    transcript["sections"][section.name] = {"measured": section.measured, "output": section.output}
+    path.write_text(json.dumps(transcript, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path
+
+
+def recorded_header(transcript: dict) -> str:
+    """The line that labels a recorded output: where and when it was recorded.
+
+    >>> print(recorded_header({"gpu": "NVIDIA H200", "driver": "570.1", "cuda": "12.8",
+    ...                        "torch": "2.13.0", "date": "2026-11-29"}))
+    [Recorded on NVIDIA H200 (driver 570.1, CUDA 12.8, PyTorch 2.13.0), 2026-11-29.]
+    [Not run in this build, which has no GPU: the output below is that recording.]
+    """
+    return (
+        f"[Recorded on {transcript['gpu']} (driver {transcript['driver']}, CUDA "
+        f"{transcript['cuda']}, PyTorch {transcript['torch']}), {transcript['date']}.]\n"
+        "[Not run in this build, which has no GPU: the output below is that recording.]"
+    )
+
+
+class _Tee(io.TextIOBase):
+    def __init__(self, *streams):
+        self.streams = streams
+
+    def write(self, text):
+        for stream in self.streams:
+            stream.write(text)
+        return len(text)
+
+    def flush(self):
+        for stream in self.streams:
+            stream.flush()
+
+
+@contextlib.contextmanager
+def cuda_section(
+    device: torch.device | str, name: str, *, measured: bool = False, slug: str | None = None
+) -> Iterator[Section]:
+    """A CUDA-only part of a page: run it live on CUDA, else show its recording.
+
+    Args:
+        device: the page's device (from :func:`~torch_pitfalls.get_device`).
+        name: what the section shows, unique on its page, e.g. ``"the device-side assert"``.
+        measured: its numbers are times or memory; the staleness test compares them as ratios.
+        slug: the page's slug; by default taken from the calling ``plot_<slug>.py``.
+
+    Yields:
+        A :class:`~torch_pitfalls.recording.Section`, true when the block must run (on CUDA).
+
+    Raises:
+        ValueError: ``name`` is empty, or the slug cannot be found.
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError("a CUDA section needs a non-empty name")
+    slug = slug or _slug_of_caller()
+    live = torch.device(device).type == "cuda"
+    section = Section(slug, name, live, measured)
+    if not live:
+        yield section
+        transcript = load_transcript(slug)
+        recorded = (transcript or {}).get("sections", {}).get(name)
+        if recorded is None:
+            print(
+                f"Not run in this build: {name} needs CUDA, and no GPU was available. "
+                "No recording of it exists yet."
+            )
+        else:
+            print(recorded_header(transcript))
+            print(recorded["output"], end="")
+        return
+    captured = io.StringIO()
+    with contextlib.redirect_stdout(_Tee(sys.stdout, captured)):
+        yield section
+    section.output = captured.getvalue()
+    LIVE[(slug, name)] = section
+    if os.environ.get(RECORD_ENV) == "1":
+        save_section(section)
+
+
+NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
+
+
+def stale_differences(
+    recorded: str, live: str, *, measured: bool, tolerance: float = 3.0
+) -> list[str]:
+    """How a live output differs from its recording; empty when the recording is current.
+
+    Text must match exactly once numbers are set aside. Numbers must be equal, except in a
+    measured section, where each live number must be within a factor ``tolerance`` of the
+    recorded one (times and memory vary between runs and machines; a factor of 3 still catches a
+    behaviour that changed, such as a ratio that flipped from 10× to 1×).
+
+    Args:
+        recorded: the recorded output (``str``).
+        live: the output of this run (``str``).
+        measured: compare numbers as ratios.
+        tolerance: the largest accepted factor between a live and a recorded number (> 1).
+
+    Returns:
+        A list of human-readable differences (``list`` of ``str``).
+
+    >>> stale_differences("took 2.0 ms, 4× faster", "took 3.1 ms, 5× faster", measured=True)
+    []
+    >>> stale_differences("error: out of range", "error: fine", measured=False)
+    ["text differs: 'error: out of range' != 'error: fine'"]
+    """
+    if not tolerance > 1:
+        raise ValueError(f"tolerance must be > 1, got {tolerance!r}")
+    text_recorded, text_live = NUMBER.sub("#", recorded), NUMBER.sub("#", live)
+    if text_recorded != text_live:
+        return [f"text differs: {recorded.strip()[:200]!r} != {live.strip()[:200]!r}"]
+    problems = []
+    for old, new in zip(NUMBER.findall(recorded), NUMBER.findall(live), strict=True):
+        a, b = float(old), float(new)
+        if not measured:
+            if a != b:
+                problems.append(f"{old} became {new}")
+        elif (a == 0) != (b == 0) or (a and not 1 / tolerance <= b / a <= tolerance):
+            problems.append(f"measured {old} became {new} (beyond ×{tolerance})")
+    return problems
+
+
+def record_examples(examples: Path) -> int:
+    """Run every example on CUDA in this process, recording its CUDA sections (``nox -s cuda``).
+
+    Returns the number of examples run. Raises whatever an example raises.
+    """
+    import runpy
+
+    if not torch.cuda.is_available():
+        raise RuntimeError("recording CUDA transcripts needs CUDA, which is not available")
+    os.environ[RECORD_ENV] = "1"
+    os.environ["TORCH_PITFALLS_DEVICE"] = "cuda"
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    paths = sorted(examples.glob("*/plot_*.py"))
+    for path in paths:
+        print(f"recording {path.relative_to(examples)}", flush=True)
+        with contextlib.redirect_stdout(io.StringIO()):
+            runpy.run_path(str(path), run_name="__main__")
+        import matplotlib.pyplot as plt
+
+        plt.close("all")
+    return len(paths)
+
+
+if __name__ == "__main__":  # python -m torch_pitfalls.recording examples/
+    count = record_examples(Path(sys.argv[1] if len(sys.argv) > 1 else "examples"))
+    print(f"recorded the CUDA sections of {count} examples into {recordings_dir()}")
