@@ -94,6 +94,23 @@ def translations(session: nox.Session) -> None:
     session.run("pytest", "tests/test_translations.py", *session.posargs)
 
 
+@nox.session(python=PYTHON, venv_params=["--system-site-packages"])
+def cuda(session: nox.Session) -> None:
+    """On a GPU machine: record every example's CUDA sections, then run all tests on CUDA.
+
+    Uses the machine's own torch (the venv sees the system site-packages; no torch is installed).
+    Offline, point TORCH_PITFALLS_WHEELS at a folder of the test dependencies' wheels.
+    Writes docs/cuda_recordings/<slug>.json: commit them.
+    """
+    wheels = os.environ.get("TORCH_PITFALLS_WHEELS")
+    if wheels:
+        session.env.update({"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": wheels})
+    session.run("python", "-c", "import torch; assert torch.cuda.is_available(), 'no CUDA here'")
+    session.install("-e", ".[tests]")
+    session.run("python", "-m", "torch_pitfalls.recording", "examples")
+    session.run("pytest", "--ignore=tests/browser", *session.posargs, env={"MPLBACKEND": "Agg"})
+
+
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
     """ruff (lint and format) on the Python sources, sphinx-lint on the docs and examples."""

@@ -33,7 +33,12 @@ extensions = [
     "pitfalls_sphinx",
 ]
 
-exclude_patterns = ["_build", "**.ipynb_checkpoints", "auto_examples/**/*.ipynb"]
+exclude_patterns = [
+    "_build",
+    "**.ipynb_checkpoints",
+    "auto_examples/**/*.ipynb",
+    "cuda_recordings",
+]
 templates_path = ["_templates"]
 html_static_path = ["_static"]
 html_css_files = ["pitfalls.css"]
@@ -87,7 +92,7 @@ sphinx_gallery_conf = {
     "within_subsection_order": "pitfalls_sphinx.CatalogOrder",
     "download_all_examples": True,
     "remove_config_comments": True,
-    "reset_modules": ("matplotlib",),
+    "reset_modules": ("matplotlib", "pitfalls_sphinx.reset_example"),
     "show_memory": False,
     "show_api_usage": False,
     "min_reported_time": 10**9,  # run times vary: keep them out of the pages (and the catalogs)

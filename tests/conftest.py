@@ -90,3 +90,10 @@ def run_example(slug: str, device: str) -> ExampleRun:
 def device(request) -> str:
     """Each available device in turn ("cuda" is skipped without a GPU)."""
     return request.param
+
+
+def cuda_parts_reported(stdout: str) -> int:
+    """How many CUDA sections a CPU run reported: from their recording, or as not run."""
+    return stdout.count("Not run in this build: ") + stdout.count(
+        "[Not run in this build, which has no GPU"
+    )

@@ -13,7 +13,6 @@ from torch_pitfalls import (
     TwoConvNet,
     available_devices,
     compare_times,
-    cuda_skipped,
     environment_report,
     expect_raises,
     expect_warns,
@@ -277,9 +276,3 @@ def test_run_isolated_validates():
         run_isolated("pass", env={"X": 1})
     with pytest.raises(ValueError, match="timeout"):
         run_isolated("pass", timeout=0)
-
-
-def test_cuda_skipped():
-    assert cuda_skipped("x").startswith("Not run in this build: x needs CUDA")
-    with pytest.raises(ValueError):
-        cuda_skipped("  ")

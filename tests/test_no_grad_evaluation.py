@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from .conftest import run_example
+from .conftest import cuda_parts_reported, run_example
 
 
 def test_no_grad_evaluation(device):
@@ -25,7 +25,7 @@ def test_no_grad_evaluation(device):
     if device == "cuda":
         assert run["peak_eval_only"] > run["peak_no_grad"]
     else:
-        assert "did not run in this build" in run.stdout
+        assert cuda_parts_reported(run.stdout) == 1
     # no_grad ends with its block
     assert not run["inside"].requires_grad and run["after"].requires_grad
     # eval() and no_grad() do different things; evaluation needs both

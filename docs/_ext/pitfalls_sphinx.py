@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import html
+import os
 import re
 import zlib
 from pathlib import Path
@@ -82,6 +83,18 @@ class TopicOrder:
 
 #: The instance sphinx-gallery's ``subsection_order`` names (it does not instantiate classes).
 topic_order = TopicOrder()
+
+
+def reset_example(gallery_conf, fname, when) -> None:
+    """sphinx-gallery ``reset_modules``: name the example about to run.
+
+    sphinx-gallery runs examples without ``__file__``; :func:`torch_pitfalls.cuda_section` reads
+    the slug from ``TORCH_PITFALLS_EXAMPLE`` instead.
+    """
+    if fname is not None and when == "before":
+        os.environ["TORCH_PITFALLS_EXAMPLE"] = (
+            Path(fname).stem.removeprefix("plot_").replace("_", "-")
+        )
 
 
 def inputs_digest() -> str:

@@ -23,7 +23,7 @@ That costs memory and time, and nothing reports it.
 
 Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`,
 :func:`~torch_pitfalls.saved_tensors`, :func:`~torch_pitfalls.compare_times`,
-:func:`~torch_pitfalls.peak_cuda_bytes`,
+:func:`~torch_pitfalls.peak_cuda_bytes`, :func:`~torch_pitfalls.cuda_section`,
 :func:`~torch_pitfalls.expect_raises`, :func:`~torch_pitfalls.expect_warns`.
 """
 
@@ -39,6 +39,7 @@ from torch import nn
 
 from torch_pitfalls import (
     compare_times,
+    cuda_section,
     expect_raises,
     expect_warns,
     get_device,
@@ -108,16 +109,16 @@ assert time_ratio > 0
 # On a GPU the same graphs show up as peak memory, measured with
 # :func:`torch.cuda.max_memory_allocated` by :func:`~torch_pitfalls.peak_cuda_bytes`.
 
-if device.type == "cuda":
-    peak_eval_only = peak_cuda_bytes(evaluate, device)
-    peak_no_grad = peak_cuda_bytes(evaluate_no_grad, device)
-    print(
-        f"peak CUDA memory of the loop: {peak_eval_only} bytes without no_grad, "
-        f"{peak_no_grad} bytes with it"
-    )
-    assert peak_eval_only > peak_no_grad
-else:
-    print("The peak CUDA memory measurement did not run in this build: the device is not CUDA.")
+with cuda_section(device, "the peak CUDA memory of the loop", measured=True) as live:
+    if live:
+        peak_eval_only = peak_cuda_bytes(evaluate, device)
+        peak_no_grad = peak_cuda_bytes(evaluate_no_grad, device)
+        print(
+            f"peak CUDA memory of the loop on {torch.cuda.get_device_name(device)}: "
+            f"{peak_eval_only} bytes without no_grad, {peak_no_grad} bytes with it "
+            f"({peak_eval_only / max(peak_no_grad, 1):.1f}×)"
+        )
+        assert peak_eval_only > peak_no_grad
 
 # %%
 # Side by side:

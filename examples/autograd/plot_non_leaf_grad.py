@@ -25,7 +25,7 @@ refuses it.
 
 Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`,
 :func:`~torch_pitfalls.expect_raises`, :func:`~torch_pitfalls.expect_warns`,
-:func:`~torch_pitfalls.cuda_skipped`.
+:func:`~torch_pitfalls.cuda_section`.
 """
 
 # %%
@@ -40,7 +40,7 @@ Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_ev
 import torch
 from torch import nn
 
-from torch_pitfalls import cuda_skipped, expect_raises, expect_warns, get_device, seed_everything
+from torch_pitfalls import cuda_section, expect_raises, expect_warns, get_device, seed_everything
 
 seed_everything(0)
 device = get_device()
@@ -180,17 +180,18 @@ assert not w.is_leaf
 # ``.to("cuda")``) copies the leaf to the GPU, and the copy is a non-leaf.
 # A move to the device a tensor is already on returns the tensor itself, so on the CPU the line
 # is harmless, which is why such code passes on a laptop and breaks on a GPU machine.
-# On a CPU-only build the output below is the sentence saying that the CUDA part did not run.
+# On a build without a GPU, the output below is the recorded CUDA run, labelled with its GPU,
+# versions and date, or a sentence saying that this part did not run.
 
 created = torch.randn(3, requires_grad=True)
 moved = created.to(device)
 assert created.to("cpu") is created  # already there: the same tensor, still a leaf
-if device.type == "cuda":
-    print("moved to cuda: same tensor:", moved is created, "| is_leaf:", moved.is_leaf)
-    assert moved is not created and not moved.is_leaf
-else:
+with cuda_section(device, "moving a leaf that requires grad to the GPU") as live:
+    if live:
+        print("moved to cuda: same tensor:", moved is created, "| is_leaf:", moved.is_leaf)
+        assert moved is not created and not moved.is_leaf
+if not live:
     assert moved is created and moved.is_leaf
-    print(cuda_skipped("moving a leaf that requires grad to the GPU"))
 
 # %%
 # **Create the tensor on its final device, with its final dtype and values, and only then make

@@ -23,7 +23,7 @@ On a machine without a GPU the same code runs fine, so the bug waits for the fir
    :ref:`backward-step-zero-grad` (what an optimizer step does).
 
 Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`,
-:func:`~torch_pitfalls.expect_raises`, :func:`~torch_pitfalls.cuda_skipped`.
+:func:`~torch_pitfalls.expect_raises`, :func:`~torch_pitfalls.cuda_section`.
 """
 
 # %%
@@ -37,7 +37,7 @@ Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_ev
 import torch
 from torch import nn
 
-from torch_pitfalls import cuda_skipped, expect_raises, get_device, seed_everything
+from torch_pitfalls import cuda_section, expect_raises, get_device, seed_everything
 
 seed_everything(0)
 device = get_device()
@@ -48,18 +48,19 @@ print(f"second device: {other}")
 
 model = nn.Linear(4, 2).to(other)
 x = torch.randn(8, 4)
-if device.type == "cuda":
-    with expect_raises(RuntimeError, "Expected all tensors to be on the same device"):
-        model(x)
-else:
-    print(cuda_skipped("the mixed-device error between cuda and cpu"))
+with cuda_section(device, "the mixed-device error between cuda and cpu") as live:
+    if live:
+        with expect_raises(RuntimeError, "Expected all tensors to be on the same device"):
+            model(x)
+if not live:
     with expect_raises(RuntimeError, "is not on the expected device"):
         model(x)
 
 # %%
-# On a CPU-only build the first line above is that sentence, and the error comes from the
-# ``meta`` device instead of the GPU; both say the same thing: the input is on the CPU, the
-# weights are not.
+# On a build without a GPU, the first lines above are the recorded CUDA run (labelled with its
+# GPU, versions and date) or a sentence saying that it did not run, and the live error comes from
+# the ``meta`` device instead; both say the same thing: the input is on the CPU, the weights are
+# not.
 #
 # Why
 # ---

@@ -23,7 +23,7 @@ makes the CPU wait for the GPU.
 
 Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`,
 :func:`~torch_pitfalls.expect_raises`, :func:`~torch_pitfalls.graph_nodes`,
-:func:`~torch_pitfalls.compare_times`, :func:`~torch_pitfalls.cuda_skipped`.
+:func:`~torch_pitfalls.compare_times`, :func:`~torch_pitfalls.cuda_section`.
 """
 
 # %%
@@ -40,7 +40,7 @@ from torch import nn
 
 from torch_pitfalls import (
     compare_times,
-    cuda_skipped,
+    cuda_section,
     expect_raises,
     get_device,
     graph_nodes,
@@ -207,7 +207,8 @@ _ = ax.legend()
 # On a GPU we time an epoch that calls ``.item()`` every step against one that sums the detached
 # losses on the device and calls ``.item()`` once at the end.
 # Absolute times and the ratio depend on the GPU and on how much work each step does.
-# On a CPU-only build the output below is a sentence saying that this part did not run.
+# On a build without a GPU, the output below is the recorded CUDA run, labelled with its GPU,
+# versions and date, or a sentence saying that this part did not run.
 
 
 def epoch_item_every_step():
@@ -232,17 +233,18 @@ def epoch_item_once():
     return total.item()
 
 
-if device.type == "cuda":
-    time_every_step, time_once = compare_times(epoch_item_every_step, epoch_item_once)
-    sync_ratio = time_every_step / time_once
-    print(f"on {device}: .item() every step takes {sync_ratio:.2f}× the time of .item() once")
-    assert sync_ratio > 0
-    fig, ax = plt.subplots(figsize=(6, 3.5), layout="constrained")
-    ax.bar([".item() every step", ".item() once"], [sync_ratio, 1.0], color=["C3", "C0"])
-    ax.set_ylabel("time relative to .item() once")
-    _ = ax.set_title(f"One epoch on {device} (this machine)")
-else:
-    print(cuda_skipped("timing .item() every step against once per epoch"))
+with cuda_section(
+    device, "timing .item() every step against once per epoch", measured=True
+) as live:
+    if live:
+        time_every_step, time_once = compare_times(epoch_item_every_step, epoch_item_once)
+        sync_ratio = time_every_step / time_once
+        print(f"on {device}: .item() every step takes {sync_ratio:.2f}× the time of .item() once")
+        assert sync_ratio > 0
+        fig, ax = plt.subplots(figsize=(6, 3.5), layout="constrained")
+        ax.bar([".item() every step", ".item() once"], [sync_ratio, 1.0], color=["C3", "C0"])
+        ax.set_ylabel("time relative to .item() once")
+        _ = ax.set_title(f"One epoch on {device} (this machine)")
 
 # %%
 # Both epochs return a plain ``float``; keeping the running sum as a detached tensor on the

@@ -24,7 +24,7 @@ order of ``detach()`` and ``cpu()`` matter, and is the array a copy or a view of
    :ref:`device-agnostic-code` (moving tensors between devices).
 
 Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`,
-:func:`~torch_pitfalls.expect_raises`, :func:`~torch_pitfalls.cuda_skipped`,
+:func:`~torch_pitfalls.expect_raises`, :func:`~torch_pitfalls.cuda_section`,
 :func:`~torch_pitfalls.graph_nodes`, :func:`~torch_pitfalls.saved_tensors`,
 :func:`~torch_pitfalls.compare_times`, :func:`~torch_pitfalls.available_devices`.
 """
@@ -43,7 +43,7 @@ from torch import nn
 from torch_pitfalls import (
     available_devices,
     compare_times,
-    cuda_skipped,
+    cuda_section,
     expect_raises,
     get_device,
     graph_nodes,
@@ -67,15 +67,15 @@ with expect_raises(RuntimeError, "Can't call numpy\\(\\) on Tensor that requires
 # Detaching is not enough on a GPU: a CUDA tensor cannot become a NumPy array either.
 # (For a CUDA tensor ``.numpy()`` checks the device first, so this is also the error that
 # ``pred.numpy()`` gives there.)
-# On a CPU-only build the output below is a sentence saying that this part did not run.
+# On a build without a GPU, the output below is the recorded CUDA run, labelled with its GPU,
+# versions and date, or a sentence saying that this part did not run.
 
-if device.type == "cuda":
-    with expect_raises(TypeError, "can't convert cuda"):
-        pred.detach().numpy()
-    with expect_raises(TypeError, "can't convert cuda"):
-        pred.numpy()
-else:
-    print(cuda_skipped("converting a CUDA tensor with .numpy()"))
+with cuda_section(device, "converting a CUDA tensor with .numpy()") as live:
+    if live:
+        with expect_raises(TypeError, "can't convert cuda"):
+            pred.detach().numpy()
+        with expect_raises(TypeError, "can't convert cuda"):
+            pred.numpy()
 
 # %%
 # Why

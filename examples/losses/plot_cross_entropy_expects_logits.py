@@ -24,7 +24,7 @@ trains more slowly.
 
 Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`,
 :func:`~torch_pitfalls.expect_raises`, :func:`~torch_pitfalls.run_isolated`,
-:func:`~torch_pitfalls.cuda_skipped`.
+:func:`~torch_pitfalls.cuda_section`.
 """
 
 # %%
@@ -41,7 +41,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from torch_pitfalls import cuda_skipped, expect_raises, get_device, run_isolated, seed_everything
+from torch_pitfalls import cuda_section, expect_raises, get_device, run_isolated, seed_everything
 
 seed_everything(0)
 device = get_device()
@@ -190,7 +190,8 @@ with expect_raises(IndexError, "out of bounds"):
 # On CUDA the same mistake is a device-side assert, which leaves the process's CUDA context
 # unusable (see :ref:`index-select`), so it runs in a child process here, with
 # ``CUDA_LAUNCH_BLOCKING=1``; the page's own process then still computes on CUDA.
-# On a CPU-only build the output below is a sentence saying that this part did not run.
+# On a build without a GPU, the output below is the recorded CUDA run, labelled with its GPU,
+# versions and date, or a sentence saying that this part did not run.
 
 source = """
 import torch
@@ -199,17 +200,16 @@ target = torch.tensor([0, 3, 10, 3], device="cuda")
 loss = torch.nn.CrossEntropyLoss()(logits, target)
 print(loss.item())
 """
-if device.type == "cuda":
-    child = run_isolated(source, device="cuda", env={"CUDA_LAUNCH_BLOCKING": "1"})
-    print("child exit status:", child.returncode)
-    print("child's error:", child.last_error_line())
-    assert child.returncode != 0
-    assert "device-side assert" in child.stderr
-    still_works = torch.ones(3, device=device).sum().item()
-    print("this process still computes on CUDA:", still_works)
-    assert still_works == 3.0
-else:
-    print(cuda_skipped("the out-of-range target on CUDA (a device-side assert)"))
+with cuda_section(device, "the out-of-range target on CUDA (a device-side assert)") as live:
+    if live:
+        child = run_isolated(source, device="cuda", env={"CUDA_LAUNCH_BLOCKING": "1"})
+        print("child exit status:", child.returncode)
+        print("child's error:", child.last_error_line())
+        assert child.returncode != 0
+        assert "device-side assert" in child.stderr
+        still_works = torch.ones(3, device=device).sum().item()
+        print("this process still computes on CUDA:", still_works)
+        assert still_works == 3.0
 
 # %%
 # Changed in PyTorch 1.10

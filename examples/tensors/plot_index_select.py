@@ -26,7 +26,7 @@ other call, and that leaves the process unable to use the GPU at all.
 
 Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`,
 :func:`~torch_pitfalls.expect_raises`, :func:`~torch_pitfalls.run_isolated`,
-:func:`~torch_pitfalls.cuda_skipped`.
+:func:`~torch_pitfalls.cuda_section`.
 """
 
 # %%
@@ -39,7 +39,7 @@ Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_ev
 # order of the index.
 import torch
 
-from torch_pitfalls import cuda_skipped, expect_raises, get_device, run_isolated, seed_everything
+from torch_pitfalls import cuda_section, expect_raises, get_device, run_isolated, seed_everything
 
 seed_everything(0)
 device = get_device()
@@ -193,7 +193,8 @@ except RuntimeError:
 # %%
 # We run it and read what it printed, its last error line and the line of ``CUDA_CHILD`` that
 # its first traceback points at.
-# On a CPU-only build this part cannot run, and the output below is the sentence that says so.
+# On a build without a GPU, the output below is the recorded CUDA run, labelled with its GPU,
+# versions and date, or a sentence saying that this part did not run.
 import re
 
 
@@ -216,14 +217,13 @@ def show_child(result):
     print("the first traceback points at:", first_traceback_line(result))
 
 
-if device.type == "cuda":
-    async_run = run_isolated(CUDA_CHILD, device=str(device))
-    show_child(async_run)
-    assert async_run.returncode != 0
-    assert "device-side assert" in async_run.last_error_line()
-    assert "a fresh CUDA computation fails too" in async_run.stdout
-else:
-    print(cuda_skipped("the device-side assert in a child process"))
+with cuda_section(device, "the device-side assert in a child process") as live:
+    if live:
+        async_run = run_isolated(CUDA_CHILD, device=str(device))
+        show_child(async_run)
+        assert async_run.returncode != 0
+        assert "device-side assert" in async_run.last_error_line()
+        assert "a fresh CUDA computation fails too" in async_run.stdout
 
 # %%
 # On a GPU, the lines the child prints show how far it got before the error surfaced: that can be
@@ -267,14 +267,15 @@ assert torch.equal(x[int32_index], rows)
 # slows everything down: use it to debug only.
 # The same child, with the variable set:
 
-if device.type == "cuda":
-    blocking_run = run_isolated(CUDA_CHILD, device=str(device), env={"CUDA_LAUNCH_BLOCKING": "1"})
-    blocking_line = first_traceback_line(blocking_run)
-    show_child(blocking_run)
-    assert "index_select returned" not in blocking_run.stdout
-    assert "torch.index_select(x, 0, index)" in blocking_line
-else:
-    print(cuda_skipped("the child run with CUDA_LAUNCH_BLOCKING=1"))
+with cuda_section(device, "the child run with CUDA_LAUNCH_BLOCKING=1") as live:
+    if live:
+        blocking_run = run_isolated(
+            CUDA_CHILD, device=str(device), env={"CUDA_LAUNCH_BLOCKING": "1"}
+        )
+        blocking_line = first_traceback_line(blocking_run)
+        show_child(blocking_run)
+        assert "index_select returned" not in blocking_run.stdout
+        assert "torch.index_select(x, 0, index)" in blocking_line
 
 # %%
 # The other way, which needs no GPU: run the same code on the CPU.
@@ -289,12 +290,11 @@ with expect_raises(IndexError, "index out of range in self"):
 # %%
 # The parent process never touched the failing kernel, so it still computes on CUDA:
 
-if device.type == "cuda":
-    after = torch.index_select(x, 0, torch.tensor([2, 0], device=device))
-    print(f"after the children, on {after.device}:", after)
-    assert torch.equal(after.cpu(), x_cpu[[2, 0]])
-else:
-    print(cuda_skipped("the check that the parent still computes on CUDA"))
+with cuda_section(device, "the check that the parent still computes on CUDA") as live:
+    if live:
+        after = torch.index_select(x, 0, torch.tensor([2, 0], device=device))
+        print(f"after the children, on {after.device}:", after)
+        assert torch.equal(after.cpu(), x_cpu[[2, 0]])
 
 # %%
 # The fix

@@ -10,7 +10,7 @@ Each helper's docstring names the page that introduces it. The public names are 
 from torch_pitfalls.devices import DEVICE_ENV, available_devices, get_device
 from torch_pitfalls.environment import environment_report
 from torch_pitfalls.expect import expect_raises, expect_warns
-from torch_pitfalls.isolation import Isolated, cuda_skipped, run_isolated
+from torch_pitfalls.isolation import Isolated, run_isolated
 from torch_pitfalls.measure import (
     SavedTensors,
     compare_times,
@@ -20,6 +20,7 @@ from torch_pitfalls.measure import (
     saved_tensors,
 )
 from torch_pitfalls.models import TwoConvNet, make_pretrained_classifier
+from torch_pitfalls.recording import cuda_section
 from torch_pitfalls.seeding import seed_everything
 
 __all__ = [
@@ -29,7 +30,7 @@ __all__ = [
     "TwoConvNet",
     "available_devices",
     "compare_times",
-    "cuda_skipped",
+    "cuda_section",
     "environment_report",
     "expect_raises",
     "expect_warns",

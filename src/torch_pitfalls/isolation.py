@@ -1,4 +1,4 @@
-"""Running a demonstration in a child process, and saying plainly what did not run.
+"""Running a demonstration in a child process.
 
 A device-side assert leaves the CUDA context of its process unusable: every later CUDA call in
 that process fails. Pages that show one run it through :func:`run_isolated`, so the examples after
@@ -94,23 +94,3 @@ def run_isolated(
         check=False,
     )
     return Isolated(completed.returncode, completed.stdout, completed.stderr)
-
-
-def cuda_skipped(what: str) -> str:
-    """The sentence a page prints where a CUDA-only part did not run in this build.
-
-    Args:
-        what: what did not run, e.g. ``"the device-side assert"`` (non-empty ``str``).
-
-    Returns:
-        The sentence (``str``). Pages print it instead of inventing output.
-
-    Raises:
-        ValueError: ``what`` is empty.
-
-    >>> print(cuda_skipped("the device-side assert"))
-    Not run in this build: the device-side assert needs CUDA, and no GPU was available.
-    """
-    if not isinstance(what, str) or not what.strip():
-        raise ValueError("what must be a non-empty description of the skipped part")
-    return f"Not run in this build: {what.strip()} needs CUDA, and no GPU was available."

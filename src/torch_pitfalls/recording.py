@@ -1,6 +1,7 @@
 """CUDA sections of a page: live on a GPU, shown from a recorded transcript everywhere else.
 
-Most builds of the site have no GPU. A page wraps each CUDA-only part in :func:`cuda_section`:
+Most builds of the site have no GPU. A page wraps each CUDA-only part in
+:func:`~torch_pitfalls.cuda_section`:
 
 .. code-block:: python
 
@@ -49,7 +50,7 @@ def recordings_dir() -> Path:
 
 @dataclass
 class Section:
-    """One CUDA section of a page, as :func:`cuda_section` yields it.
+    """One CUDA section of a page, as :func:`~torch_pitfalls.cuda_section` yields it.
 
     Attributes:
         slug: the page's slug.
@@ -73,12 +74,17 @@ class Section:
 LIVE: dict[tuple[str, str], Section] = {}
 
 
+EXAMPLE_ENV = "TORCH_PITFALLS_EXAMPLE"
+"""Slug of the example being run, set by the docs build (sphinx-gallery has no ``__file__``)."""
+
+
 def _slug_of_caller(depth: int = 3) -> str:
-    filename = sys._getframe(depth).f_globals.get("__file__", "")
-    stem = Path(filename).stem
-    if not stem.startswith("plot_"):
-        raise ValueError("cuda_section needs slug= outside an example file (plot_<slug>.py)")
-    return stem.removeprefix("plot_").replace("_", "-")
+    stem = Path(sys._getframe(depth).f_globals.get("__file__", "")).stem
+    if stem.startswith("plot_"):
+        return stem.removeprefix("plot_").replace("_", "-")
+    if os.environ.get(EXAMPLE_ENV):
+        return os.environ[EXAMPLE_ENV]
+    raise ValueError("cuda_section needs slug= outside an example file (plot_<slug>.py)")
 
 
 def environment() -> dict[str, str]:
@@ -259,6 +265,8 @@ def record_examples(examples: Path) -> int:
     paths = sorted(examples.glob("*/plot_*.py"))
     for path in paths:
         print(f"recording {path.relative_to(examples)}", flush=True)
+        slug = path.stem.removeprefix("plot_").replace("_", "-")
+        (recordings_dir() / f"{slug}.json").unlink(missing_ok=True)  # no stale sections survive
         with contextlib.redirect_stdout(io.StringIO()):
             runpy.run_path(str(path), run_name="__main__")
         import matplotlib.pyplot as plt
