@@ -8,6 +8,7 @@ requirement to override it, or to ``none`` to skip the install (a machine with i
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import time
 import tomllib
@@ -38,7 +39,7 @@ def install(session: nox.Session, extra: str) -> None:
     """Install torch (pinned, overridable) and the project with one extra, editable."""
     torch = os.environ.get("TORCH_PITFALLS_TORCH", "torch==2.13.0").strip()
     if torch.lower() not in ("", "none"):
-        session.install(torch)
+        session.install(*shlex.split(torch))
     session.install("-e", f".[{extra}]")
 
 
@@ -68,6 +69,49 @@ def docs(session: nox.Session) -> None:
         )
     shutil.copyfile(DOCS / "_root" / "index.html", HTML / "index.html")
     session.log(f"Open {HTML / 'index.html'} (English: en/index.html, 中文: zh_CN/index.html)")
+
+
+@nox.session(python=PYTHON)
+def serve(session: nox.Session) -> None:
+    """Live preview: rebuild the English site on every change (sphinx-autobuild)."""
+    install(session, "docs")
+    session.install("sphinx-autobuild==2025.8.25")
+    language = session.posargs[0] if session.posargs else "en"
+    session.run(
+        "sphinx-autobuild",
+        "-D",
+        f"language={language}",
+        "-d",
+        str(BUILD / "doctrees" / language),
+        "--watch",
+        str(ROOT / "examples"),
+        "--watch",
+        str(ROOT / "src"),
+        str(DOCS),
+        str(HTML / language),
+    )
+
+
+@nox.session(python=PYTHON)
+def linkcheck(session: nox.Session) -> None:
+    """Offline link check of the built site: internal links and anchors; external ones listed."""
+    session.install(*optional_dependencies("browser"))
+    session.run("python", str(DOCS / "_ext" / "linkcheck.py"), str(HTML))
+
+
+@nox.session(python=PYTHON)
+def reproducible(session: nox.Session) -> None:
+    """Run every example again and compare its outputs with the last build's (after docs)."""
+    install(session, "docs")
+    session.run("python", str(DOCS / "_ext" / "reproducible.py"))
+
+
+@nox.session(python=PYTHON)
+def bench(session: nox.Session) -> None:
+    """Measure environment setup, clean and no-change builds, examples and tests; print a table."""
+    install(session, "docs")
+    session.install(*optional_dependencies("tests"))
+    session.run("python", str(DOCS / "_ext" / "bench.py"), *session.posargs)
 
 
 @nox.session(python=PYTHON)

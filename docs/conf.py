@@ -109,6 +109,7 @@ sphinx_gallery_conf = {
 # -- HTML ---------------------------------------------------------------------------------------
 html_theme = "pydata_sphinx_theme"
 html_title = "torch-pitfalls"
+html_favicon = "_static/favicon.svg"
 html_last_updated_fmt = None
 html_show_sourcelink = False
 html_theme_options = {

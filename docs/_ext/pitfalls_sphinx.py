@@ -335,11 +335,18 @@ def _glossary_directive():
     return Glossary
 
 
+def _junit_per_language(app, config) -> None:
+    """One sphinx-gallery junit report per language: docs/_build/junit/sphinx-gallery-<lang>.xml."""
+    language = config.language or "en"
+    config.sphinx_gallery_conf["junit"] = f"../../junit/sphinx-gallery-{language}.xml"
+
+
 def setup(app):
     # The first build of a `nox -s docs` run (English) finds the stamp stale and re-runs the
     # examples; the second (Chinese) finds it current and reuses their outputs.
     invalidate_stale_examples()
     app.connect("env-get-outdated", _outdated_environment_pages)
+    app.connect("config-inited", _junit_per_language)
     app.add_search_language(_search_chinese_class())
     app.connect("doctree-read", _translate_gallery_thumbnails)
     app.add_directive("pitfalls-glossary", _glossary_directive())

@@ -43,6 +43,7 @@ from torch_pitfalls import (
     expect_raises,
     expect_warns,
     get_device,
+    measured,
     peak_cuda_bytes,
     saved_tensors,
     seed_everything,
@@ -102,7 +103,7 @@ for a, b in zip(outputs, outputs_no_grad, strict=True):
 
 time_eval_only, time_no_grad = compare_times(evaluate, evaluate_no_grad)
 time_ratio = time_eval_only / time_no_grad
-print(f"time without no_grad / time with no_grad: {time_ratio:.2f}")
+print(measured(f"on {device}: time without no_grad / time with no_grad: {time_ratio:.2f}"))
 assert time_ratio > 0
 
 # %%
@@ -114,9 +115,11 @@ with cuda_section(device, "the peak CUDA memory of the loop", measured=True) as 
         peak_eval_only = peak_cuda_bytes(evaluate, device)
         peak_no_grad = peak_cuda_bytes(evaluate_no_grad, device)
         print(
-            f"peak CUDA memory of the loop on {torch.cuda.get_device_name(device)}: "
-            f"{peak_eval_only} bytes without no_grad, {peak_no_grad} bytes with it "
-            f"({peak_eval_only / max(peak_no_grad, 1):.1f}×)"
+            measured(
+                f"peak CUDA memory of the loop on {torch.cuda.get_device_name(device)}: "
+                f"{peak_eval_only} bytes without no_grad, {peak_no_grad} bytes with it "
+                f"({peak_eval_only / max(peak_no_grad, 1):.1f}×)"
+            )
         )
         assert peak_eval_only > peak_no_grad
 
@@ -266,7 +269,7 @@ def evaluate_inference_mode():
 
 time_no_grad_again, time_inference_mode = compare_times(evaluate_no_grad, evaluate_inference_mode)
 inference_ratio = time_no_grad_again / time_inference_mode
-print(f"time with no_grad / time with inference_mode: {inference_ratio:.2f}")
+print(measured(f"on {device}: time with no_grad / with inference_mode: {inference_ratio:.2f}"))
 assert inference_ratio > 0
 
 # %%

@@ -44,6 +44,7 @@ from torch_pitfalls import (
     expect_raises,
     get_device,
     graph_nodes,
+    measured,
     seed_everything,
 )
 
@@ -239,7 +240,7 @@ with cuda_section(
     if live:
         time_every_step, time_once = compare_times(epoch_item_every_step, epoch_item_once)
         sync_ratio = time_every_step / time_once
-        print(f"on {device}: .item() every step takes {sync_ratio:.2f}× the time of .item() once")
+        print(measured(f"on {device}: .item() every step takes {sync_ratio:.2f}× .item() once"))
         assert sync_ratio > 0
         fig, ax = plt.subplots(figsize=(6, 3.5), layout="constrained")
         ax.bar([".item() every step", ".item() once"], [sync_ratio, 1.0], color=["C3", "C0"])

@@ -47,6 +47,7 @@ from torch_pitfalls import (
     expect_raises,
     get_device,
     graph_nodes,
+    measured,
     saved_tensors,
     seed_everything,
 )
@@ -162,7 +163,8 @@ for name in available_devices():
         lambda y=y: y.cpu().detach(), lambda y=y: y.detach().cpu()
     )
     order_ratios[name] = t_cpu_detach / t_detach_cpu
-    print(f"on {name}: .cpu().detach() takes {order_ratios[name]:.2f}× the time of .detach().cpu()")
+    ratio = order_ratios[name]
+    print(measured(f"on {name}: .cpu().detach() takes {ratio:.2f}× the time of .detach().cpu()"))
 assert set(order_ratios) == set(available_devices())
 assert all(np.isfinite(r) and r > 0 for r in order_ratios.values())
 

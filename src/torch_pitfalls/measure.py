@@ -205,3 +205,30 @@ def peak_cuda_bytes(fn: Callable[[], object], device: torch.device | str = "cuda
     peak = torch.cuda.max_memory_allocated(device) - start
     del kept
     return peak
+
+
+MEASURED = "[measured]"
+"""The tag that starts every printed line holding a time or memory measurement."""
+
+
+def measured(text: str) -> str:
+    """Tag a line of output that holds a measurement, which varies between runs and machines.
+
+    Pages print times and peak memory through it, so a reader sees which numbers depend on the
+    machine, and the reproducibility check (``nox -s reproducible``) compares everything else.
+
+    Args:
+        text: the line to print (``str``).
+
+    Returns:
+        ``text`` prefixed with ``[measured]`` (``str``).
+
+    Raises:
+        TypeError: ``text`` is not a ``str``.
+
+    >>> print(measured("on cpu: 1.52× slower"))
+    [measured] on cpu: 1.52× slower
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"measured() takes the line to print, a str, got {type(text).__name__}")
+    return f"{MEASURED} {text}"
