@@ -92,18 +92,16 @@ def serve(session: nox.Session) -> None:
     )
 
 
-@nox.session(python=PYTHON)
-def linkcheck(session: nox.Session) -> None:
-    """Offline link check of the built site: internal links and anchors; external ones listed."""
-    session.install(*optional_dependencies("browser"))
-    session.run("python", str(DOCS / "_ext" / "linkcheck.py"), str(HTML))
-
-
-@nox.session(python=PYTHON)
+@nox.session(venv_backend="none")
 def reproducible(session: nox.Session) -> None:
-    """Run every example again and compare its outputs with the last build's (after docs)."""
-    install(session, "docs")
-    session.run("python", str(DOCS / "_ext" / "reproducible.py"))
+    """Run every example again and compare its outputs with the last build's (after docs).
+
+    Uses the environment of the docs session rather than installing the same one again.
+    """
+    python = ROOT / ".nox" / "docs" / "bin" / "python"
+    if not python.exists():
+        session.error("run `nox -s docs` first: this check reuses its environment and its outputs")
+    session.run(str(python), str(DOCS / "_ext" / "reproducible.py"), external=True)
 
 
 @nox.session(python=PYTHON)
@@ -124,10 +122,15 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def browser(session: nox.Session) -> None:
-    """Browser tests of the built site (run `nox -s docs` first): Debian's Chromium, Playwright."""
+    """The built site as a reader gets it (run `nox -s docs` first).
+
+    Browser tests in Debian's Chromium driven by Playwright, then an offline link check of both
+    languages with LinkChecker (internal links and anchors; external links listed, not fetched).
+    """
     session.install(*optional_dependencies("browser"))
     # --confcutdir: the other tests' conftest files (torch, sybil) are not needed here.
     session.run("pytest", "--confcutdir=tests/browser", "tests/browser", *session.posargs)
+    session.run("python", str(DOCS / "_ext" / "linkcheck.py"), str(HTML))
 
 
 @nox.session(python=PYTHON)

@@ -1,4 +1,4 @@
-"""Offline link check of the built site with LinkChecker (``nox -s linkcheck``).
+"""Offline link check of the built site with LinkChecker (the end of ``nox -s browser``).
 
 Checks every internal link and anchor of both languages, starting from the root page; external
 links are not fetched (the build machine has no network) but listed at the end. Exit status 1

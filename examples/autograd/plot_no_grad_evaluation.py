@@ -23,6 +23,7 @@ That costs memory and time, and nothing reports it.
 
 Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`,
 :func:`~torch_pitfalls.saved_tensors`, :func:`~torch_pitfalls.compare_times`,
+:func:`~torch_pitfalls.measured`,
 :func:`~torch_pitfalls.peak_cuda_bytes`, :func:`~torch_pitfalls.cuda_section`,
 :func:`~torch_pitfalls.expect_raises`, :func:`~torch_pitfalls.expect_warns`.
 """

@@ -23,7 +23,8 @@ makes the CPU wait for the GPU.
 
 Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`,
 :func:`~torch_pitfalls.expect_raises`, :func:`~torch_pitfalls.graph_nodes`,
-:func:`~torch_pitfalls.compare_times`, :func:`~torch_pitfalls.cuda_section`.
+:func:`~torch_pitfalls.compare_times`, :func:`~torch_pitfalls.measured`,
+:func:`~torch_pitfalls.cuda_section`.
 """
 
 # %%

@@ -26,7 +26,8 @@ order of ``detach()`` and ``cpu()`` matter, and is the array a copy or a view of
 Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`,
 :func:`~torch_pitfalls.expect_raises`, :func:`~torch_pitfalls.cuda_section`,
 :func:`~torch_pitfalls.graph_nodes`, :func:`~torch_pitfalls.saved_tensors`,
-:func:`~torch_pitfalls.compare_times`, :func:`~torch_pitfalls.available_devices`.
+:func:`~torch_pitfalls.compare_times`, :func:`~torch_pitfalls.measured`,
+:func:`~torch_pitfalls.available_devices`.
 """
 
 # %%
