@@ -92,13 +92,16 @@ def graph_nodes(tensor: torch.Tensor) -> int:
     """
     if not isinstance(tensor, torch.Tensor):
         raise TypeError(f"expected a torch.Tensor, got {type(tensor).__name__}")
-    seen: set[int] = set()
+    # The Python object of a graph node lives only while referenced: keep every node visited, so
+    # that no id is reused by a node met later (PyTorch returns the same object for a node while
+    # one is alive).
+    seen: dict[int, object] = {}
     stack = [tensor.grad_fn] if tensor.grad_fn is not None else []
     while stack:
         node = stack.pop()
         if id(node) in seen:
             continue
-        seen.add(id(node))
+        seen[id(node)] = node
         stack.extend(n for n, _ in node.next_functions if n is not None)
     return len(seen)
 

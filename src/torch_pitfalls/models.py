@@ -49,7 +49,9 @@ def make_pretrained_classifier(num_classes: int = 10, *, seed: int = 0) -> nn.Se
     The "pretrained" weights are a seeded random initialisation, so the model is the same on every
     machine and needs no download. Structure (``nn.Sequential`` with named children):
     ``backbone`` (conv 3→8, BatchNorm, ReLU, conv 8→16, BatchNorm, ReLU, global average pool,
-    flatten → 16 features) and ``head`` (``nn.Linear(16, num_classes)``).
+    flatten → 16 features; the convolutions have no bias, which the BatchNorm after each would
+    cancel: its gradient would be zero up to rounding) and ``head``
+    (``nn.Linear(16, num_classes)``).
 
     Args:
         num_classes: number of output logits of the head (``int`` ≥ 1).
@@ -74,10 +76,10 @@ def make_pretrained_classifier(num_classes: int = 10, *, seed: int = 0) -> nn.Se
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         backbone = nn.Sequential(
-            nn.Conv2d(3, 8, 3, padding=1),
+            nn.Conv2d(3, 8, 3, padding=1, bias=False),
             nn.BatchNorm2d(8),
             nn.ReLU(),
-            nn.Conv2d(8, 16, 3, padding=1),
+            nn.Conv2d(8, 16, 3, padding=1, bias=False),
             nn.BatchNorm2d(16),
             nn.ReLU(),
             nn.AdaptiveAvgPool2d(1),

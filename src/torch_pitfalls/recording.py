@@ -253,9 +253,12 @@ def stale_differences(
 def record_examples(examples: Path) -> int:
     """Run every example on CUDA in this process, recording its CUDA sections (``nox -s cuda``).
 
-    Returns the number of examples run. Raises whatever an example raises.
+    Returns the number of examples run. Every example is tried; if any raised, a
+    :class:`RuntimeError` naming each failing example is raised at the end (its traceback is
+    printed to standard error first), so that one GPU session shows every failure.
     """
     import runpy
+    import traceback
 
     if not torch.cuda.is_available():
         raise RuntimeError("recording CUDA transcripts needs CUDA, which is not available")
@@ -263,15 +266,23 @@ def record_examples(examples: Path) -> int:
     os.environ["TORCH_PITFALLS_DEVICE"] = "cuda"
     os.environ.setdefault("MPLBACKEND", "Agg")
     paths = sorted(examples.glob("*/plot_*.py"))
+    failed: list[str] = []
     for path in paths:
         print(f"recording {path.relative_to(examples)}", flush=True)
         slug = path.stem.removeprefix("plot_").replace("_", "-")
         (recordings_dir() / f"{slug}.json").unlink(missing_ok=True)  # no stale sections survive
-        with contextlib.redirect_stdout(io.StringIO()):
-            runpy.run_path(str(path), run_name="__main__")
-        import matplotlib.pyplot as plt
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                runpy.run_path(str(path), run_name="__main__")
+        except Exception:
+            traceback.print_exc()
+            failed.append(slug)
+        finally:
+            import matplotlib.pyplot as plt
 
-        plt.close("all")
+            plt.close("all")
+    if failed:
+        raise RuntimeError(f"{len(failed)} of {len(paths)} examples failed on CUDA: {failed}")
     return len(paths)
 
 
