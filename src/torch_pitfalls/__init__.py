@@ -1,47 +1,55 @@
-"""Helpers shared by the torch-pitfalls examples and tests.
+"""Helpers shared by the torch-pitfalls examples and tests, and the pitfall detectors.
 
-Each helper's docstring names the page that introduces it. The public names are re-exported here:
+Each helper's docstring names the page that introduces it. The public names are re-exported here,
+imported on first use, so that ``python -m torch_pitfalls.lint`` runs without importing torch:
 
 >>> import torch_pitfalls
 >>> sorted(torch_pitfalls.__all__)[:3]
-['DEVICE_ENV', 'Isolated', 'SavedTensors']
+['DEVICE_ENV', 'Isolated', 'PitfallError']
 """
 
-from torch_pitfalls.devices import DEVICE_ENV, available_devices, get_device
-from torch_pitfalls.environment import environment_report
-from torch_pitfalls.expect import expect_raises, expect_warns
-from torch_pitfalls.isolation import Isolated, run_isolated
-from torch_pitfalls.measure import (
-    SavedTensors,
-    compare_times,
-    graph_nodes,
-    measured,
-    median_time,
-    peak_cuda_bytes,
-    saved_tensors,
-)
-from torch_pitfalls.models import TwoConvNet, make_pretrained_classifier
-from torch_pitfalls.recording import cuda_section
-from torch_pitfalls.seeding import seed_everything
+from __future__ import annotations
 
-__all__ = [
-    "DEVICE_ENV",
-    "Isolated",
-    "SavedTensors",
-    "TwoConvNet",
-    "available_devices",
-    "compare_times",
-    "cuda_section",
-    "environment_report",
-    "expect_raises",
-    "expect_warns",
-    "get_device",
-    "graph_nodes",
-    "make_pretrained_classifier",
-    "measured",
-    "median_time",
-    "peak_cuda_bytes",
-    "run_isolated",
-    "saved_tensors",
-    "seed_everything",
-]
+import importlib
+
+_EXPORTS = {
+    "DEVICE_ENV": "devices",
+    "available_devices": "devices",
+    "get_device": "devices",
+    "environment_report": "environment",
+    "expect_raises": "expect",
+    "expect_warns": "expect",
+    "Isolated": "isolation",
+    "run_isolated": "isolation",
+    "SavedTensors": "measure",
+    "compare_times": "measure",
+    "graph_nodes": "measure",
+    "measured": "measure",
+    "median_time": "measure",
+    "peak_cuda_bytes": "measure",
+    "saved_tensors": "measure",
+    "TwoConvNet": "models",
+    "make_pretrained_classifier": "models",
+    "cuda_section": "recording",
+    "seed_everything": "seeding",
+    "PitfallWarning": "guards",
+    "PitfallError": "guards",
+    "allow": "guards",
+    "RULES": "rules",
+}
+
+__all__ = sorted([*_EXPORTS, "guards"])
+
+
+def __getattr__(name: str):
+    if name == "guards":  # the module itself is callable: torch_pitfalls.guards(model, optimizer)
+        return importlib.import_module("torch_pitfalls.guards")
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f"torch_pitfalls.{_EXPORTS[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'torch_pitfalls' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

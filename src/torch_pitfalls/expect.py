@@ -59,7 +59,9 @@ def expect_raises(
     Args:
         kind: the exception class expected (a subclass matches too), or a tuple of classes.
         match: a regular expression searched (:func:`re.search`) in ``str(exception)``.
-        show: print ``"<ExceptionName>: <message>"`` so that the page shows the real message.
+        show: print ``"<ExceptionName>: <message>"`` so that the page shows the real message,
+            then each note of the exception (PEP 678: :meth:`BaseException.add_note`) on a line of
+            its own, as a traceback shows them.
 
     Yields:
         A :class:`~torch_pitfalls.expect.Caught`; its ``exception`` is set when the block ends.
@@ -97,6 +99,8 @@ def expect_raises(
         )
     if show:
         print(f"{type(caught.exception).__name__}: {message}")
+        for note in getattr(caught.exception, "__notes__", ()):
+            print(note)  # PEP 678 notes, as the traceback shows them
 
 
 @contextmanager

@@ -1,0 +1,1130 @@
+"""The static checker: PyTorch pitfalls found in source code, without running it or importing torch.
+
+Run it on files or folders (folders are searched for ``*.py``)::
+
+    python -m torch_pitfalls.lint [--select IDS] [--ignore IDS] [--enable IDS]
+                                  [--language en|zh_CN] [--base-url URL] PATH...
+
+or through flake8 (the plugin :class:`Flake8Checker`, error codes ``TP1xx``), or as the
+pre-commit hook ``torch-pitfalls-lint``. Each finding is printed as
+``path:line:col: ID message → URL``, where the URL is the page that explains the pitfall. The
+rules, their messages (English and Simplified Chinese) and their pages come from the registry,
+:mod:`torch_pitfalls.rules`; the checks are on the standard library's :mod:`ast`.
+
+Rules (``kind == "lint"`` in :data:`torch_pitfalls.rules.RULES`):
+
+``TP101`` (page ``cross-entropy-expects-logits``)
+    A softmax output passed as the input (first argument or ``input=``) of
+    ``F.cross_entropy``, ``F.nll_loss`` or an ``nn.CrossEntropyLoss`` / ``nn.NLLLoss`` instance.
+    The softmax is ``torch.softmax``, ``F.softmax``, ``torch.special.softmax``,
+    ``torch.Tensor.softmax``, the tensor method ``x.softmax(...)`` or an ``nn.Softmax`` instance
+    called; it is passed directly, through either branch of a conditional expression, or through a
+    variable whose latest assignment above the call, in the same function, is such a softmax. A
+    ``log_softmax`` is never flagged, nor is a softmax passed as the target or used otherwise.
+    Reported at the loss call.
+``TP102`` (page ``functional-dropout``)
+    ``F.dropout``, ``F.dropout1d``, ``F.dropout2d`` or ``F.dropout3d`` called without
+    ``training=``: not as a keyword, not as the third positional argument, and no ``*args`` or
+    ``**kwargs`` that could carry it. ``F.alpha_dropout`` and ``F.feature_alpha_dropout`` are not
+    checked: their ``training`` defaults to ``False``. Reported at the call.
+``TP103`` (page ``backward-step-zero-grad``)
+    A ``for`` or ``while`` loop whose body calls ``.backward()`` and ``.step()`` on anything but
+    never clears gradients: no ``.zero_grad()`` on anything, no assignment to or ``del`` of a
+    ``.grad`` attribute (``p.grad = None``), no ``.grad.zero_()``. Calls to functions of the same
+    module count as their bodies (transitively): a bare ``helper()`` is any function of the module
+    by that name, ``self.helper()`` a method of the enclosing class. Clearing under an ``if``
+    (every k steps) counts as clearing. Code in a function defined inside the loop (an LBFGS
+    ``closure``) is not part of the loop. Nested loops report the innermost loop that has the
+    problem, once: an outer loop is not reported again for a problem of a loop inside it.
+    Reported at the loop's ``for`` or ``while``.
+``TP104`` (page ``data-vs-detach``; opt-in, off unless enabled or selected)
+    An edit through ``.data``: an in-place method (name ending in one ``_``) called on
+    ``x.data``, an item assignment ``x.data[i] = ...``, an augmented assignment ``x.data += ...``
+    or a replacement ``x.data = ...``. Not reported in initialisation code (a function named
+    ``__init__``, ``reset_parameters``, ``_reset_parameters`` or starting with ``init`` or
+    ``_init``, and everything nested in one), on ``self.data`` / ``cls.data`` (a class's own
+    attribute, not a tensor's), or on ``x.grad.data`` (a gradient is not saved for backward).
+    Code under ``with torch.no_grad()`` *is* reported: ``no_grad`` is what replaces ``.data``, and
+    ``.data`` under it still escapes autograd's version counter; drop the ``.data``. Reported
+    at the edit. Reading through ``.data`` is not reported.
+
+Names are resolved through the module's imports, wherever they are: ``import torch as T``,
+``import torch.nn.functional as F``, ``from torch.nn import functional as Fn``,
+``from torch import nn``, ``from torch.nn.functional import cross_entropy as ce`` and
+``from torch.nn.functional import *``. Softmax outputs, and loss and softmax modules and
+functions, are also followed through assignments: a name in the same function (or, when the
+function never assigns it, in an enclosing function or the module, if every assignment there
+agrees), and ``self.attr`` assigned in any method of the same class
+(``self.criterion = nn.CrossEntropyLoss()`` in ``__init__``). Not resolved: relative imports,
+attributes of other objects (``trainer.criterion``), values returned by functions,
+``functools.partial``, containers (``nn.Sequential(..., nn.Softmax(1))``), and rebinding an
+imported name. The analysis reads each function top to bottom; it does not follow branches, loops
+or calls for TP101.
+
+Suppress a finding with ``# noqa: TP101`` (several ids: ``# noqa: TP101,TP102``; a prefix such as
+``# noqa: TP1`` covers every id that starts with it) or a bare ``# noqa`` on the reported line,
+with flake8's rules: the word ``noqa`` in any case but the ids in capitals, and a comment at the
+end of a multi-line string or backslash-continued line covers all its lines. ``# flake8: noqa``
+(a whole file) is not read by the command line.
+
+Exit status of the command line: 0 nothing found, 1 findings, 2 a usage error or a file that
+could not be read or parsed (printed as ``path:line:col: E999 SyntaxError: ...`` or ``E902``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import functools
+import importlib.metadata
+import io
+import os
+import re
+import sys
+import tokenize
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+from torch_pitfalls import rules
+
+__all__ = ["Finding", "Flake8Checker", "check_paths", "check_source", "main"]
+
+SKIPPED_DIRECTORIES = frozenset({"__pycache__", "build"})
+"""Folders :func:`check_paths` does not enter, besides hidden ones (``.git``, ``.nox``, ``.venv``)
+(a folder given explicitly is searched whatever its name)."""
+
+PARSE_ERROR = "E999"
+"""The id of a finding for a file that is not valid Python (flake8's code)."""
+
+READ_ERROR = "E902"
+"""The id of a finding for a path that cannot be read, or a file nested too deeply to check
+(flake8's code)."""
+
+try:
+    _VERSION = importlib.metadata.version("torch-pitfalls")
+except importlib.metadata.PackageNotFoundError:  # run from a source tree that is not installed
+    _VERSION = "unknown"
+
+_STATIC_IDS = tuple(r.id for r in rules.RULES if r.kind == "lint")
+
+# Qualified names the rules look for, as the imports resolve them.
+_NN = "torch.nn"
+_FUNCTIONAL = "torch.nn.functional"
+_SOFTMAX_FUNCTIONS = frozenset(
+    {"torch.softmax", f"{_FUNCTIONAL}.softmax", "torch.special.softmax", "torch.Tensor.softmax"}
+)
+_SOFTMAX_MODULES = frozenset(
+    {f"{_NN}.Softmax", f"{_NN}.modules.Softmax", f"{_NN}.modules.activation.Softmax"}
+)
+_LOSS_FUNCTIONS = frozenset({f"{_FUNCTIONAL}.cross_entropy", f"{_FUNCTIONAL}.nll_loss"})
+_LOSS_MODULES = frozenset(
+    f"{_NN}{package}.{name}"
+    for package in ("", ".modules", ".modules.loss")
+    for name in ("CrossEntropyLoss", "NLLLoss")
+)
+# training is the third parameter of each, and defaults to True (alpha_dropout's to False).
+_DROPOUT_FUNCTIONS = frozenset(
+    f"{_FUNCTIONAL}.{name}" for name in ("dropout", "dropout1d", "dropout2d", "dropout3d")
+)
+_TRAINING_POSITION = 2
+_KNOWN_NAMES = (
+    _SOFTMAX_FUNCTIONS | _SOFTMAX_MODULES | _LOSS_FUNCTIONS | _LOSS_MODULES | _DROPOUT_FUNCTIONS
+)
+
+_INIT_FUNCTIONS = frozenset({"__init__", "reset_parameters", "_reset_parameters"})
+_INIT_PREFIXES = ("init", "_init")
+
+# What an expression is, for TP101.
+_SOFTMAX = "softmax output"
+_SOFTMAX_CALLABLE = "softmax function or module"
+_LOSS_CALLABLE = "cross-entropy or NLL function or module"
+
+# Facts of a block of code, for TP103.
+_BACKWARD, _STEP, _CLEARS = 1, 2, 4
+
+# flake8's own pattern (flake8.defaults.NOQA_INLINE_REGEXP), so both read a comment the same way.
+_NOQA = re.compile(r"# noqa(?::[\s]?(?P<codes>([A-Z]+[0-9]+(?:[,\s]+)?)+))?", re.IGNORECASE)
+
+_FUNCTION_NODES = (ast.FunctionDef, ast.AsyncFunctionDef)
+_SCOPE_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+_LOOP_NODES = (ast.For, ast.AsyncFor, ast.While)
+
+
+@dataclass(frozen=True, order=True)
+class Finding:
+    """One pitfall found in a file.
+
+    Findings sort by path, line, column and id, the order the command line prints them in;
+    ``str(finding)`` is the printed line, ``path:line:col: ID message → URL``.
+
+    Attributes:
+        path: the file, as given to :func:`check_source` or found by :func:`check_paths`.
+        line: line number, from 1.
+        col: column, from 1 (as flake8 prints it; :mod:`ast` counts from 0).
+        rule: the rule id (``TP101``…, see :data:`torch_pitfalls.rules.RULES`), or
+            ``E999`` / ``E902`` (flake8's codes) for a file that could not be checked.
+        message: for a rule, its message and the URL of its page, ``"message → URL"``, in the
+            language asked for (:func:`torch_pitfalls.rules.describe` without the leading id);
+            for an error, what went wrong.
+    """
+
+    path: str
+    line: int
+    col: int
+    rule: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}:{self.col}: {self.rule} {self.message}"
+
+
+def check_source(
+    source: str,
+    path: str = "<string>",
+    *,
+    select: Iterable[str] | str | None = None,
+    ignore: Iterable[str] | str | None = None,
+    enable: Iterable[str] | str = (),
+    language: str | None = None,
+    base_url: str | None = None,
+) -> list[Finding]:
+    """Check the Python source code ``source``; return its findings, sorted.
+
+    The rules are the static ones (``kind == "lint"``) of :data:`torch_pitfalls.rules.RULES`,
+    described in this module's documentation. Findings on a line with a matching ``# noqa``
+    comment are left out. ``select``, ``ignore`` and ``enable`` take a single id, or several
+    in a list.
+
+    Args:
+        source: the text of a Python module.
+        path: the name the findings carry (nothing is read from it).
+        select: if given, only these rule ids run, opt-in ones included (``"TP104"``).
+        ignore: rule ids that do not run, even when selected or enabled.
+        enable: opt-in rule ids to run besides the default ones (ignored when ``select`` is
+            given: selecting an opt-in rule enables it).
+        language: language of the messages and URLs, ``"en"`` or ``"zh_CN"``; by default
+            :func:`torch_pitfalls.rules.resolve_language` (the environment variable
+            ``TORCH_PITFALLS_LANGUAGE``, then the locale).
+        base_url: where the site is published; by default the environment variable
+            ``TORCH_PITFALLS_BASE_URL``, else :data:`torch_pitfalls.rules.BASE_URL`.
+
+    Returns:
+        The findings, sorted by line, column and id.
+
+    Raises:
+        SyntaxError: ``source`` is not valid Python (:func:`check_paths` reports it instead).
+        RecursionError: statements nested hundreds of levels deep (expressions may nest
+            freely); :func:`check_paths` reports it instead.
+        TypeError: ``source`` is not a string.
+        KeyError: an id is not a rule's.
+        ValueError: an id is a runtime rule's, not a static check's; or ``language`` is not a
+            site language.
+
+    >>> code = "import torch.nn.functional as F; h = F.dropout(x, 0.5)"
+    >>> for finding in check_source(code, "net.py", language="en", base_url="https://x.org"):
+    ...     print(finding)  # doctest: +ELLIPSIS
+    net.py:1:38: TP102 F.dropout and its family default to training=True, ... → https://x.org/en/auto_examples/modules/plot_functional_dropout.html
+    """
+    active = _active_rules(select, ignore, enable)
+    describe = _describer(language, base_url)
+    if not isinstance(source, str):
+        raise TypeError(f"source must be a str, got {type(source).__name__}")
+    return _findings(ast.parse(source, filename=path), source, path, active, describe)
+
+
+def check_paths(
+    paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str],
+    *,
+    select: Iterable[str] | str | None = None,
+    ignore: Iterable[str] | str | None = None,
+    enable: Iterable[str] | str = (),
+    language: str | None = None,
+    base_url: str | None = None,
+) -> list[Finding]:
+    """Check files, and the ``*.py`` files in folders; return every finding, sorted.
+
+    A folder is searched recursively, skipping hidden folders (``.git``, ``.nox``, ``.venv``),
+    ``__pycache__`` and ``build``. A file named explicitly is checked whatever its extension;
+    a file reached twice is checked once. Files are read with the encoding their coding cookie
+    declares (UTF-8 by default).
+
+    As flake8 does, a file that cannot be checked is a finding, not an exception: ``E999`` for
+    invalid Python, at the error's position, and ``E902`` at 1:1 for a path that cannot be read
+    or for statements nested too deeply for the checker (hundreds of levels). They are reported
+    whatever ``select`` and ``ignore`` say.
+
+    Args:
+        paths: files and folders (one path alone is accepted too).
+        select, ignore, enable, language, base_url: as for :func:`check_source`.
+
+    Returns:
+        The findings of every file, sorted by path, line, column and id.
+
+    Raises:
+        TypeError: ``paths`` holds something that is not a path.
+        KeyError, ValueError: as for :func:`check_source`, for bad ids or language.
+    """
+    active = _active_rules(select, ignore, enable)
+    describe = _describer(language, base_url)
+    if isinstance(paths, str | os.PathLike):
+        paths = [paths]
+    findings = []
+    for path in _python_files(paths):
+        try:
+            with tokenize.open(path) as file:
+                source = file.read()
+        except (OSError, UnicodeDecodeError, SyntaxError) as error:  # SyntaxError: bad cookie
+            findings.append(Finding(path, 1, 1, READ_ERROR, f"{type(error).__name__}: {error}"))
+            continue
+        try:
+            findings += _findings(ast.parse(source, path), source, path, active, describe)
+        except (SyntaxError, ValueError) as error:  # ValueError: a null byte (Python 3.11)
+            line = getattr(error, "lineno", None) or 1
+            col = getattr(error, "offset", None) or 1
+            message = getattr(error, "msg", None) or str(error)
+            findings.append(Finding(path, line, col, PARSE_ERROR, f"SyntaxError: {message}"))
+        except RecursionError:  # by the parser or the checker: a generated elif chain
+            message = "RecursionError: statements nested too deeply to check"
+            findings.append(Finding(path, 1, 1, READ_ERROR, message))
+    return sorted(findings)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command line, ``python -m torch_pitfalls.lint``; returns the exit status.
+
+    Prints one line per finding, ``path:line:col: ID message → URL``, sorted by path, line and
+    column (:func:`check_paths`).
+
+    Args:
+        argv: the arguments, without the program name; by default ``sys.argv[1:]``.
+
+    Returns:
+        0 when nothing was found, 1 when something was, 2 when a file could not be read or parsed
+        (its ``E902`` / ``E999`` line is printed with the others).
+
+    Raises:
+        SystemExit: with status 2, on a usage error (an unknown or runtime-only id, an unknown
+            language, no path), after printing the reason; with status 0 for ``--help``.
+    """
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        language = rules.resolve_language(args.language)
+    except ValueError as error:  # the environment variable names another language
+        parser.error(str(error))
+    findings = check_paths(
+        args.paths,
+        select=args.select,
+        ignore=args.ignore or (),
+        enable=args.enable or (),
+        language=language,
+        base_url=args.base_url,
+    )
+    if hasattr(sys.stdout, "reconfigure"):  # "→" and Chinese on a console that cannot show them
+        sys.stdout.reconfigure(errors="backslashreplace")
+    for finding in findings:
+        print(finding)
+    if any(f.rule in (PARSE_ERROR, READ_ERROR) for f in findings):
+        return 2
+    return 1 if findings else 0
+
+
+class Flake8Checker:
+    """The flake8 plugin: the same checks, reported by flake8 under the codes ``TP1xx``.
+
+    Registered in ``pyproject.toml`` under ``[project.entry-points."flake8.extension"]`` as
+    ``TP``, so ``flake8 --select=TP`` runs it. flake8 applies ``# noqa``, ``--select``,
+    ``--ignore`` and ``--extend-select`` itself, but it can only show what the plugin reports:
+    the plugin reports the default rules, plus the opt-in ones named by its option
+    ``--torch-pitfalls-enable TP104`` (or ``torch-pitfalls-enable = TP104`` in the ``[flake8]``
+    section of a configuration file). Messages and URLs follow ``TORCH_PITFALLS_LANGUAGE`` and
+    ``TORCH_PITFALLS_BASE_URL`` (see :func:`check_source`).
+
+    Args:
+        tree: the module's syntax tree, parsed by flake8.
+        filename: the file's name (unused: findings carry no path for flake8).
+    """
+
+    name = "torch-pitfalls"
+    version = _VERSION
+    enabled: frozenset[str] = frozenset()
+    """Opt-in rule ids turned on by ``--torch-pitfalls-enable`` (set by :meth:`parse_options`)."""
+
+    def __init__(self, tree: ast.AST, filename: str = "<unknown>") -> None:
+        self.tree = tree
+        self.filename = filename
+
+    @classmethod
+    def add_options(cls, option_manager) -> None:
+        """Add ``--torch-pitfalls-enable IDS`` to flake8's options (also read from its config)."""
+        option_manager.add_option(
+            "--torch-pitfalls-enable",
+            default="",
+            parse_from_config=True,
+            comma_separated_list=True,
+            help="opt-in torch-pitfalls rules to report too, e.g. TP104 (default: none)",
+        )
+
+    @classmethod
+    def parse_options(cls, options) -> None:
+        """Read ``--torch-pitfalls-enable``.
+
+        Raises:
+            ValueError: an id is not a static rule's (the message lists them).
+        """
+        value = options.torch_pitfalls_enable
+        parts = value.split(",") if isinstance(value, str) else value
+        ids = [part.strip().upper() for part in parts if part.strip()]
+        try:
+            cls.enabled = _static_ids(ids, "--torch-pitfalls-enable")
+        except KeyError as error:
+            raise ValueError(error.args[0]) from None
+
+    def run(self) -> Iterator[tuple[int, int, str, type]]:
+        """Yield ``(line, column from 0, "ID message → URL", type(self))`` per finding."""
+        active = _active_rules(None, (), self.enabled)
+        describe = _describer(None, None)
+        for line, col, rule_id in sorted(_analyse(self.tree, active)):
+            yield line, col, f"{rule_id} {describe(rule_id)}", type(self)
+
+
+# The command line ----------------------------------------------------------------------------
+
+
+def _id_list(value: str) -> frozenset[str]:
+    """An argparse type: comma-separated static rule ids."""
+    ids = [part.strip().upper() for part in value.split(",") if part.strip()]
+    try:
+        return _static_ids(ids, "rule id")
+    except (KeyError, ValueError) as error:
+        raise argparse.ArgumentTypeError(error.args[0]) from None
+
+
+def _parser() -> argparse.ArgumentParser:
+    listing = ", ".join(
+        f"{r.id} {r.title['en']}" + ("" if r.default else " (opt-in)")
+        for r in rules.RULES
+        if r.kind == "lint"
+    )
+    parser = argparse.ArgumentParser(
+        prog="python -m torch_pitfalls.lint",
+        description="Find PyTorch pitfalls in Python files, without running them. "
+        f"Rules: {listing}.",
+        epilog="Exit status: 0 nothing found, 1 findings, 2 usage error or a file that could not "
+        "be read or parsed. Suppress a finding with '# noqa: ID' on its line.",
+    )
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="files, or folders to search")
+    parser.add_argument(
+        "--select", type=_id_list, metavar="IDS", help="run only these rules (comma-separated)"
+    )
+    parser.add_argument("--ignore", type=_id_list, metavar="IDS", help="do not run these rules")
+    parser.add_argument(
+        "--enable", type=_id_list, metavar="IDS", help="also run these opt-in rules (TP104)"
+    )
+    parser.add_argument(
+        "--language",
+        choices=rules.LANGUAGES,
+        help=f"language of messages and URLs (default: ${rules.LANGUAGE_ENV}, then the locale)",
+    )
+    parser.add_argument(
+        "--base-url",
+        metavar="URL",
+        help=f"site of the pages (default: ${rules.BASE_URL_ENV}, else {rules.BASE_URL})",
+    )
+    return parser
+
+
+def _python_files(paths: Iterable) -> Iterator[str]:
+    """The files to check, each once (under the name it was first reached by)."""
+    seen: set[str] = set()
+    for path in paths:
+        if not isinstance(path, str | os.PathLike):
+            raise TypeError(f"paths must be str or os.PathLike, got {type(path).__name__}")
+        for file in _files_under(os.fspath(path)):
+            key = os.path.realpath(file)
+            if key not in seen:
+                seen.add(key)
+                yield file
+
+
+def _files_under(path: str) -> Iterator[str]:
+    if not os.path.isdir(path):
+        yield path  # a missing file is reported by the reader
+        return
+    for folder, subfolders, files in os.walk(path):
+        subfolders[:] = sorted(
+            d for d in subfolders if not d.startswith(".") and d not in SKIPPED_DIRECTORIES
+        )
+        yield from (os.path.join(folder, name) for name in sorted(files) if name.endswith(".py"))
+
+
+# Rule selection and messages -----------------------------------------------------------------
+
+
+def _static_ids(ids: Iterable[str] | str, what: str) -> frozenset[str]:
+    """Validate ids of static rules; KeyError for an unknown id, ValueError for a runtime one."""
+    checked = rules.check_ids(ids, what=what)
+    for rule_id in sorted(checked):
+        found = rules.rule(rule_id)
+        if found.kind != "lint":
+            raise ValueError(
+                f"{rule_id} is a runtime {found.kind} rule, not a static check; "
+                f"static checks: {', '.join(_STATIC_IDS)}"
+            )
+    return checked
+
+
+def _active_rules(select, ignore, enable) -> frozenset[str]:
+    if select is not None:
+        active = _static_ids(select, "rule id in select")
+    else:
+        defaults = {r.id for r in rules.RULES if r.kind == "lint" and r.default}
+        active = defaults | _static_ids(enable, "rule id in enable")
+    if ignore is None:
+        ignore = ()
+    return active - _static_ids(ignore, "rule id in ignore")
+
+
+def _describer(language: str | None, base_url: str | None):
+    """``rule id -> "message → URL"``, with the language resolved (and checked) once."""
+    language = rules.resolve_language(language)
+    cache: dict[str, str] = {}
+
+    def describe(rule_id: str) -> str:
+        if rule_id not in cache:
+            text = rules.describe(rule_id, language=language, base_url=base_url)
+            cache[rule_id] = text.removeprefix(f"{rule_id} ")
+        return cache[rule_id]
+
+    return describe
+
+
+def _findings(tree: ast.AST, source: str, path: str, active, describe) -> list[Finding]:
+    """The sorted findings of one parsed module, noqa applied."""
+    found = _analyse(tree, active)
+    if found and "noqa" in source.lower():
+        found = _without_noqa(found, source)
+    return sorted(Finding(path, line, col + 1, id_, describe(id_)) for line, col, id_ in found)
+
+
+def _without_noqa(found: list[tuple[int, int, str]], source: str) -> list[tuple[int, int, str]]:
+    """Leave out the findings that a ``# noqa`` comment covers, as flake8 would."""
+    lines = io.StringIO(source).readlines()
+    logical = _noqa_lines(source, lines)
+
+    def suppressed(line: int, rule_id: str) -> bool:
+        text = logical.get(line) or (lines[line - 1] if 0 < line <= len(lines) else "")
+        match = _NOQA.search(text)
+        if match is None:
+            return False
+        if match["codes"] is None:
+            return True
+        codes = tuple(code for code in re.split(r"[,\s]", match["codes"]) if code)
+        return rule_id.startswith(codes)
+
+    return [(line, col, rule_id) for line, col, rule_id in found if not suppressed(line, rule_id)]
+
+
+def _noqa_lines(source: str, lines: list[str]) -> dict[int, str]:
+    """flake8's mapping of a line to the text searched for ``noqa``: multi-line tokens join."""
+    mapping: dict[int, str] = {}
+    first, last = len(lines) + 2, -1
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type in (tokenize.ENDMARKER, tokenize.DEDENT):
+                continue
+            first, last = min(first, token.start[0]), max(last, token.end[0])
+            if token.type in (tokenize.NL, tokenize.NEWLINE):
+                joined = "".join(lines[first - 1 : last])
+                mapping.update(dict.fromkeys(range(first, last + 1), joined))
+                first, last = len(lines) + 2, -1
+    except (tokenize.TokenError, SyntaxError):
+        return {}
+    return mapping
+
+
+# The analysis --------------------------------------------------------------------------------
+
+
+def _analyse(tree: ast.AST, active: frozenset[str]) -> list[tuple[int, int, str]]:
+    """Every ``(line, column from 0, rule id)`` of the active rules, noqa not applied."""
+    if not active:
+        return []
+    found: list[tuple[int, int, str]] = []
+    attributes = None  # the attribute names the module uses, if the walk below learns them
+    if active & {"TP101", "TP102", "TP104"}:
+        checker = _ExpressionChecker(_Imports(tree), active, found)
+        checker.check_module(tree)
+        attributes = checker.attributes
+    if "TP103" in active and (attributes is None or {"backward", "step"} <= attributes):
+        _LoopChecker(tree, found).check()
+    return found
+
+
+def _statements(tree: ast.AST) -> Iterator[ast.stmt]:
+    """Every statement in ``tree``, nested ones included (cheaper than every node)."""
+    stack = list(_child_statements(tree))
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(_child_statements(node))
+
+
+def _child_statements(node: ast.AST) -> Iterator[ast.stmt]:
+    """The statements directly in ``node``'s blocks (through ``except`` and ``case`` clauses)."""
+    for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+        for child in getattr(node, field, ()):
+            if isinstance(child, ast.excepthandler | ast.match_case):
+                yield from child.body
+            elif isinstance(child, ast.stmt):  # a lambda's body is an expression
+                yield child
+
+
+class _Imports:
+    """The qualified name each imported name stands for, from every import of a module."""
+
+    def __init__(self, tree: ast.AST) -> None:
+        self.names: dict[str, str] = {}
+        self.star_modules: list[str] = []
+        for node in _statements(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname:
+                        self.names[alias.asname] = alias.name
+                    else:  # import torch.nn.functional binds torch
+                        root = alias.name.partition(".")[0]
+                        self.names[root] = root
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                for alias in node.names:
+                    if alias.name == "*":
+                        self.star_modules.append(node.module)
+                    else:
+                        self.names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+
+    def qualified_name(self, node: ast.expr) -> str | None:
+        """``torch.nn.functional.softmax`` for ``F.softmax``; None if not rooted in an import."""
+        if isinstance(node, ast.Attribute):
+            base = self.qualified_name(node.value)
+            return None if base is None else f"{base}.{node.attr}"
+        if isinstance(node, ast.Name):
+            if node.id in self.names:
+                return self.names[node.id]
+            for module in self.star_modules:
+                if f"{module}.{node.id}" in _KNOWN_NAMES:
+                    return f"{module}.{node.id}"
+        return None
+
+
+def _bound_names(target: ast.expr) -> Iterator[str]:
+    """The names an assignment target binds (``a``, ``a, (b, *c)``; not ``a.x`` or ``a[i]``)."""
+    if isinstance(target, ast.Name):
+        yield target.id
+    elif isinstance(target, ast.Tuple | ast.List):
+        for element in target.elts:
+            yield from _bound_names(element)
+    elif isinstance(target, ast.Starred):
+        yield from _bound_names(target.value)
+
+
+def _local_names(function: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> set[str]:
+    """Parameters and names a function assigns (not in nested functions or classes)."""
+    arguments = function.args
+    parameters = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+    parameters += [a for a in (arguments.vararg, arguments.kwarg) if a is not None]
+    names = {a.arg for a in parameters}
+    stack = list(function.body) if isinstance(function.body, list) else [function.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+            names.add(node.id)
+        elif isinstance(node, _SCOPE_NODES):
+            if not isinstance(node, ast.Lambda):
+                names.add(node.name)
+            continue
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names.update((a.asname or a.name).partition(".")[0] for a in node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+        stack.extend(ast.iter_child_nodes(node))
+    return names
+
+
+def _is_init_function(name: str) -> bool:
+    return name in _INIT_FUNCTIONS or name.startswith(_INIT_PREFIXES)
+
+
+@dataclass
+class _Scope:
+    """A module, class body or function, as the expression checker walks it.
+
+    Attributes:
+        parent: the enclosing scope (None for the module).
+        node: the function, lambda or class (None for the module).
+        in_init: inside an initialisation function (TP104 is silent there).
+        self_name: the first parameter of the method this code is in (a closure's too).
+        self_kinds: for a class body, what each ``self.attr`` of its methods is (computed when
+            first needed); a function reads its class's.
+    """
+
+    parent: _Scope | None
+    node: ast.AST | None = None
+    in_init: bool = False
+    self_name: str | None = None
+    self_kinds: Callable[[], dict[str, str | None]] | None = None
+
+    def __post_init__(self) -> None:
+        self.current: dict[str, str | None] = {}  # name -> kind, as of the statement being read
+        self.assigned: dict[str, set[str | None]] = {}  # name -> every kind assigned to it
+        self._local: set[str] | None = None
+
+    @property
+    def is_class(self) -> bool:
+        return isinstance(self.node, ast.ClassDef)
+
+    def bind(self, name: str, kind: str | None) -> None:
+        self.current[name] = kind
+        self.assigned.setdefault(name, set()).add(kind)
+
+    def lookup(self, name: str) -> str | None:
+        """What ``name`` holds here: as last assigned above, else as every enclosing assignment
+        agrees (class bodies are skipped, as Python does)."""
+        if name in self.current:
+            return self.current[name]
+        scope, outer = self.parent, None
+        while scope is not None:
+            if not scope.is_class and name in scope.assigned:
+                kinds = scope.assigned[name]
+                outer = next(iter(kinds)) if len(kinds) == 1 else None
+                break
+            scope = scope.parent
+        if outer is None or self.node is None or self.is_class:
+            return outer
+        if self._local is None:  # only now: a rare question, and a walk of the function
+            self._local = _local_names(self.node)
+        return None if name in self._local else outer
+
+
+class _ExpressionChecker(ast.NodeVisitor):
+    """TP101, TP102 and TP104: one walk of the module, each function's statements in order.
+
+    Function bodies are read after the code around them, so that a function sees every
+    assignment of the enclosing function or module.
+    """
+
+    def __init__(self, imports: _Imports, active: frozenset[str], found: list) -> None:
+        self.imports = imports
+        self.attributes: set[str] = set()  # every attribute name read or written
+        self.active = active
+        self.found = found
+        self.scope = _Scope(parent=None)
+        self.deferred: deque[tuple[ast.AST, _Scope]] = deque()
+
+    def check_module(self, tree: ast.AST) -> None:
+        self.generic_visit(tree)
+        while self.deferred:
+            function, scope = self.deferred.popleft()
+            self._visit_function_body(function, scope)
+
+    def report(self, node: ast.AST, rule_id: str) -> None:
+        self.found.append((node.lineno, node.col_offset, rule_id))
+
+    def visit(self, node: ast.AST) -> None:
+        """Statements dispatch to their ``visit_*`` method; expressions go to :meth:`expression`."""
+        if isinstance(node, ast.expr):
+            self.expression(node)
+        else:
+            super().visit(node)
+
+    def expression(self, root: ast.expr) -> None:
+        """Check an expression and everything in it, with a stack: an expression can nest
+        deeper than Python's recursion limit (a generated ``a + b + ...`` of a thousand terms)."""
+        stack: list[ast.AST] = [root]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, ast.Lambda):
+                self.visit_FunctionDef(node)  # defaults now, body later
+                continue
+            if isinstance(node, ast.Attribute):
+                self.attributes.add(node.attr)
+            elif isinstance(node, ast.Call):
+                self.check_call(node)
+            elif isinstance(node, ast.NamedExpr):
+                self.bind(node.target, self.value_kind(node.value))
+            stack.extend(ast.iter_child_nodes(node))
+
+    # What an expression is ------------------------------------------------------------------
+
+    def kind(self, node: ast.expr) -> str | None:
+        """``_SOFTMAX``, ``_SOFTMAX_CALLABLE``, ``_LOSS_CALLABLE`` or None."""
+        if isinstance(node, ast.Call):
+            name = self.imports.qualified_name(node.func)
+            if name in _SOFTMAX_FUNCTIONS:
+                return _SOFTMAX
+            if name in _SOFTMAX_MODULES:
+                return _SOFTMAX_CALLABLE
+            if name in _LOSS_MODULES:
+                return _LOSS_CALLABLE
+            if (
+                name is None
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "softmax"
+            ):
+                return _SOFTMAX  # the tensor method, x.softmax(dim)
+            return _SOFTMAX if self.kind(node.func) == _SOFTMAX_CALLABLE else None
+        if isinstance(node, ast.IfExp):
+            kinds = {self.kind(node.body), self.kind(node.orelse)}
+            return _SOFTMAX if _SOFTMAX in kinds else None
+        if isinstance(node, ast.NamedExpr):
+            return self.kind(node.value)
+        name = self.imports.qualified_name(node)
+        if name is not None:
+            if name in _SOFTMAX_FUNCTIONS:
+                return _SOFTMAX_CALLABLE
+            return _LOSS_CALLABLE if name in _LOSS_FUNCTIONS else None
+        if isinstance(node, ast.Name):
+            return self.scope.lookup(node.id)
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == self.scope.self_name
+            and self.scope.self_kinds is not None
+        ):
+            return self.scope.self_kinds().get(node.attr)
+        return None
+
+    # Statements that bind names -------------------------------------------------------------
+
+    def bind(self, target: ast.expr, kind: str | None) -> None:
+        """Record what an assignment target now holds; check ``x.data`` targets (TP104)."""
+        if isinstance(target, ast.Name):
+            self.scope.bind(target.id, kind)
+            return
+        for name in _bound_names(target):
+            self.scope.bind(name, None)
+        self._check_data_target(target)
+        self.visit(target)  # calls in subscripts and attribute owners
+
+    def value_kind(self, node: ast.expr) -> str | None:
+        """The kind of an assigned value; only TP101 needs it."""
+        return self.kind(node) if "TP101" in self.active else None
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        self.visit(node.value)
+        kind = self.value_kind(node.value)
+        for target in node.targets:
+            self.bind(target, kind)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if node.value is not None:
+            self.visit(node.value)
+            self.bind(node.target, self.value_kind(node.value))
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self.visit(node.value)
+        self.bind(node.target, None)  # x.data += y is reported there
+
+    def visit_For(self, node: ast.For | ast.AsyncFor) -> None:
+        self.visit(node.iter)
+        self.bind(node.target, None)
+        for statement in (*node.body, *node.orelse):
+            self.visit(statement)
+
+    visit_AsyncFor = visit_For
+
+    def visit_With(self, node: ast.With | ast.AsyncWith) -> None:
+        for item in node.items:
+            self.visit(item.context_expr)
+            if item.optional_vars is not None:
+                self.bind(item.optional_vars, None)
+        for statement in node.body:
+            self.visit(statement)
+
+    visit_AsyncWith = visit_With
+
+    def visit_Import(self, node: ast.Import | ast.ImportFrom) -> None:
+        for alias in node.names:
+            self.scope.bind((alias.asname or alias.name).partition(".")[0], None)
+
+    visit_ImportFrom = visit_Import
+
+    # Scopes ---------------------------------------------------------------------------------
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> None:
+        for expression in (*node.args.defaults, *node.args.kw_defaults):
+            if expression is not None:
+                self.visit(expression)
+        if not isinstance(node, ast.Lambda):
+            for decorator in node.decorator_list:
+                self.visit(decorator)
+            self.scope.bind(node.name, None)
+        parent = self.scope
+        in_init = parent.in_init or (
+            not isinstance(node, ast.Lambda) and _is_init_function(node.name)
+        )
+        self_name = parent.self_name  # a closure in a method sees the method's self
+        if parent.is_class and not isinstance(node, ast.Lambda):
+            positional = (*node.args.posonlyargs, *node.args.args)
+            self_name = positional[0].arg if positional else None
+        scope = _Scope(parent, node, in_init, self_name, parent.self_kinds)
+        self.deferred.append((node, scope))
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def _visit_function_body(self, node, scope: _Scope) -> None:
+        outer, self.scope = self.scope, scope
+        for statement in node.body if isinstance(node.body, list) else [node.body]:
+            self.visit(statement)
+        self.scope = outer
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        for expression in (*node.decorator_list, *node.bases, *node.keywords):
+            self.visit(expression)
+        self.scope.bind(node.name, None)
+        outer = self.scope
+        self.scope = _Scope(
+            outer,
+            node,
+            outer.in_init,
+            self_kinds=functools.cache(functools.partial(self._self_kinds, node)),
+        )
+        for statement in node.body:
+            self.visit(statement)
+        self.scope = outer
+
+    def _self_kinds(self, node: ast.ClassDef) -> dict[str, str | None]:
+        """What each ``self.attr`` is, from its assignments in the methods, if they agree."""
+        assigned: dict[str, set[str | None]] = {}
+        for method in node.body:
+            if not isinstance(method, _FUNCTION_NODES):
+                continue
+            positional = (*method.args.posonlyargs, *method.args.args)
+            if not positional:
+                continue
+            self_name = positional[0].arg
+            for statement in _statements(method):
+                if isinstance(statement, ast.Assign):
+                    targets, value = statement.targets, statement.value
+                elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
+                    targets, value = [statement.target], statement.value
+                else:
+                    continue
+                for target in targets:
+                    if (
+                        isinstance(target, ast.Attribute)
+                        and isinstance(target.value, ast.Name)
+                        and target.value.id == self_name
+                    ):
+                        assigned.setdefault(target.attr, set()).add(self._value_kind(value))
+        return {attr: next(iter(k)) if len(k) == 1 else None for attr, k in assigned.items()}
+
+    def _value_kind(self, node: ast.expr) -> str | None:
+        """The kind of a value from the imports alone (not local names), for ``self.x = ...``."""
+        outer, self.scope = self.scope, _Scope(parent=None)
+        try:
+            return self.kind(node)
+        finally:
+            self.scope = outer
+
+    # Calls and edits ------------------------------------------------------------------------
+
+    def check_call(self, node: ast.Call) -> None:
+        """TP101, TP102 and the ``x.data.mul_()`` form of TP104."""
+        if "TP101" in self.active and self.kind(node.func) == _LOSS_CALLABLE:
+            loss_input = node.args[0] if node.args else None
+            if loss_input is None:
+                loss_input = next((k.value for k in node.keywords if k.arg == "input"), None)
+            if (
+                loss_input is not None
+                and not isinstance(loss_input, ast.Starred)
+                and self.kind(loss_input) == _SOFTMAX
+            ):
+                self.report(node, "TP101")
+        if "TP102" in self.active and self.imports.qualified_name(node.func) in _DROPOUT_FUNCTIONS:
+            positional_training = len(node.args) > _TRAINING_POSITION or any(
+                isinstance(a, ast.Starred) for a in node.args
+            )
+            keyword_training = any(k.arg in ("training", None) for k in node.keywords)
+            if not positional_training and not keyword_training:
+                self.report(node, "TP102")
+        if (
+            isinstance(node.func, ast.Attribute)
+            and _is_inplace_method(node.func.attr)
+            and isinstance(node.func.value, ast.Attribute)
+            and self._is_data(node.func.value)
+        ):
+            self.report(node, "TP104")  # x.data.mul_(2)
+
+    def _check_data_target(self, target: ast.expr) -> None:
+        """TP104 for ``x.data = ...`` and ``x.data[i] = ...`` (and inside tuple targets)."""
+        if isinstance(target, ast.Tuple | ast.List):
+            for element in target.elts:
+                self._check_data_target(element)
+        elif isinstance(target, ast.Starred):
+            self._check_data_target(target.value)
+        elif isinstance(target, ast.Subscript | ast.Attribute):
+            edited = target.value if isinstance(target, ast.Subscript) else target
+            if isinstance(edited, ast.Attribute) and self._is_data(edited):
+                self.report(target, "TP104")
+
+    def _is_data(self, node: ast.Attribute) -> bool:
+        """``x.data`` that TP104 reports: active, outside init code, not self.data or .grad.data."""
+        if node.attr != "data" or "TP104" not in self.active or self.scope.in_init:
+            return False
+        owner = node.value
+        if isinstance(owner, ast.Name):
+            return owner.id not in ("self", "cls", self.scope.self_name)
+        return not (isinstance(owner, ast.Attribute) and owner.attr == "grad")
+
+
+def _is_inplace_method(name: str) -> bool:
+    return name.endswith("_") and not name.endswith("__") and name != "_"
+
+
+class _LoopChecker:
+    """TP103: loops that call backward() and step() but never clear gradients."""
+
+    def __init__(self, tree: ast.AST, found: list) -> None:
+        self.tree = tree
+        self.found = found
+        self.functions: dict[str, list[ast.AST]] = {}  # bare name -> functions (not methods)
+        self.methods: dict[tuple[ast.ClassDef, str], list[ast.AST]] = {}
+        self.owner: dict[ast.AST, ast.ClassDef | None] = {}  # function -> class whose self it sees
+        self.facts: dict[ast.AST, int] = {}
+
+    def check(self) -> None:
+        self._collect()
+        self._summarise()
+        self._scan(self.tree, None)
+
+    def _collect(self) -> None:
+        """Index the module's functions and methods (functions are statements: no expression
+        needs a visit)."""
+        stack: list[tuple[ast.AST, ast.ClassDef | None]] = [(self.tree, None)]
+        while stack:
+            node, owner = stack.pop()
+            for child in _child_statements(node):
+                if isinstance(child, _FUNCTION_NODES):
+                    if isinstance(node, ast.ClassDef):
+                        self.methods.setdefault((node, child.name), []).append(child)
+                        self.owner[child] = node
+                    else:
+                        self.functions.setdefault(child.name, []).append(child)
+                        self.owner[child] = owner
+                    stack.append((child, self.owner[child]))
+                else:
+                    stack.append((child, child if isinstance(child, ast.ClassDef) else owner))
+
+    def _callees(self, call: ast.Call, owner: ast.ClassDef | None) -> list[ast.AST]:
+        """The same module's functions a call may run: ``helper()``, or ``self.helper()``."""
+        func = call.func
+        if isinstance(func, ast.Name):
+            return self.functions.get(func.id, [])
+        if (
+            owner is not None
+            and isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id == "self"
+        ):
+            return self.methods.get((owner, func.attr), [])
+        return []
+
+    @staticmethod
+    def _own_facts(node: ast.AST) -> int:
+        """What this node itself does: backward, step, clearing (``_BACKWARD | ...``)."""
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            method = node.func.attr
+            if method == "backward":
+                return _BACKWARD
+            if method == "step":
+                return _STEP
+            if method == "zero_grad" or (method == "zero_" and _is_grad(node.func.value)):
+                return _CLEARS
+        elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign | ast.Delete):
+            targets = node.targets if isinstance(node, ast.Assign | ast.Delete) else [node.target]
+            if any(isinstance(t, ast.Attribute) and t.attr == "grad" for t in targets):
+                return _CLEARS  # p.grad = None, del p.grad: gradients managed by hand
+        return 0
+
+    def _direct(self, body: list[ast.AST], owner) -> tuple[int, list[ast.AST]]:
+        """Facts of a function body without its callees, and the callees."""
+        facts, callees = 0, []
+        stack = list(body)
+        while stack:
+            node = stack.pop()
+            if isinstance(node, _SCOPE_NODES):
+                continue
+            facts |= self._own_facts(node)
+            if isinstance(node, ast.Call):
+                callees += self._callees(node, owner)
+            stack.extend(ast.iter_child_nodes(node))
+        return facts, callees
+
+    def _summarise(self) -> None:
+        """What each function does, with what its callees do (to a fixed point)."""
+        direct = {f: self._direct(f.body, self.owner[f]) for f in self.owner}
+        self.facts = {f: facts for f, (facts, _) in direct.items()}
+        changed = True
+        while changed:
+            changed = False
+            for function, (_, callees) in direct.items():
+                facts = self.facts[function]
+                for callee in callees:
+                    facts |= self.facts[callee]
+                if facts != self.facts[function]:
+                    self.facts[function], changed = facts, True
+
+    def _facts(self, node: ast.AST, owner) -> int:
+        """What this node does, with what the functions it calls do."""
+        facts = self._own_facts(node)
+        if isinstance(node, ast.Call):
+            for callee in self._callees(node, owner):
+                facts |= self.facts[callee]
+        return facts
+
+    def _expression_facts(self, root: ast.expr, owner) -> int:
+        """What an expression does (lambdas excluded), with a stack rather than recursion."""
+        facts, stack = 0, [root]
+        while stack:
+            node = stack.pop()
+            if not isinstance(node, ast.Lambda):
+                facts |= self._facts(node, owner)
+                stack.extend(ast.iter_child_nodes(node))
+        return facts
+
+    def _scan(self, node: ast.AST, owner) -> tuple[int, bool]:
+        """Facts of a statement and what it holds (definitions excluded); report its bad loops.
+
+        Returns the facts, and whether a loop inside (or ``node`` itself) was reported.
+        """
+        facts, reported = self._facts(node, owner), False
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (*_FUNCTION_NODES, ast.ClassDef)):  # runs elsewhere: own scan
+                child_owner = child if isinstance(child, ast.ClassDef) else self.owner[child]
+                self._scan(child, child_owner)
+            elif isinstance(child, ast.expr):
+                facts |= self._expression_facts(child, owner)
+            else:
+                child_facts, child_reported = self._scan(child, owner)
+                facts |= child_facts
+                reported |= child_reported
+        if (
+            isinstance(node, _LOOP_NODES)
+            and facts & (_BACKWARD | _STEP) == _BACKWARD | _STEP
+            and not facts & _CLEARS
+            and not reported
+        ):
+            self.found.append((node.lineno, node.col_offset, "TP103"))
+            reported = True
+        return facts, reported
+
+
+def _is_grad(node: ast.expr) -> bool:
+    """``p.grad`` or ``p.grad.data``."""
+    if isinstance(node, ast.Attribute) and node.attr == "data":
+        node = node.value
+    return isinstance(node, ast.Attribute) and node.attr == "grad"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

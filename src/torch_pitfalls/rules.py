@@ -1,0 +1,334 @@
+"""The detectors' registry: one table of every rule, for the runtime guards and the static checker.
+
+Each :class:`Rule` has a stable id, a kind, a title and a message in English and Simplified
+Chinese, and the slug of the page that explains the pitfall. The guards
+(:mod:`torch_pitfalls.guards`), the checker (:mod:`torch_pitfalls.lint`), the tests and the
+"Detectors" page all read this table; nothing else lists rules.
+
+This module imports only the standard library, so the checker runs without torch.
+
+>>> rule("TP001").slug
+'cross-entropy-expects-logits'
+>>> page_url("functional-dropout", language="en", base_url="https://example.org/")
+'https://example.org/en/auto_examples/modules/plot_functional_dropout.html'
+"""
+
+from __future__ import annotations
+
+import locale
+import os
+from dataclasses import dataclass
+
+BASE_URL = "https://torch-pitfalls.readthedocs.io"
+"""Where the site is published; the one setting behind every page URL (the docs' ``html_baseurl``
+too). Override it with the environment variable :data:`BASE_URL_ENV`."""
+
+BASE_URL_ENV = "TORCH_PITFALLS_BASE_URL"
+"""Environment variable that overrides :data:`BASE_URL` (for a mirror or a local build)."""
+
+LANGUAGE_ENV = "TORCH_PITFALLS_LANGUAGE"
+"""Environment variable that chooses the language of messages and URLs, ``en`` or ``zh_CN``."""
+
+LANGUAGES = ("en", "zh_CN")
+"""The site's languages, English (the source) and Simplified Chinese."""
+
+KINDS = ("guard", "note", "lint")
+"""The kinds of rule. ``guard`` is a runtime check that warns with a
+:class:`~torch_pitfalls.guards.PitfallWarning`, ``note`` a runtime check that adds a note (PEP 678)
+to an error PyTorch raises, ``lint`` a static check of source code (:mod:`torch_pitfalls.lint`)."""
+
+TOPICS = {
+    "backward-step-zero-grad": "autograd",
+    "data-vs-detach": "autograd",
+    "inplace-saved-tensor": "autograd",
+    "tensor-to-numpy": "devices",
+    "cross-entropy-expects-logits": "losses",
+    "functional-dropout": "modules",
+    "train-eval-mode": "modules",
+    "interpolate-batch-dim": "tensors",
+}
+"""The gallery topic (folder of ``examples/``) of every page a rule points to."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One detector.
+
+    Attributes:
+        id: stable id, ``TP`` and three digits (``TP0xx`` runtime, ``TP1xx`` static); flake8
+            accepts it as an error code.
+        kind: one of :data:`KINDS`.
+        slug: the page that explains the pitfall (a key of :data:`TOPICS`).
+        title: short name, by language (``{"en": ..., "zh_CN": ...}``).
+        message: what was found and what to do, by language.
+        default: ``False`` for an opt-in rule, which runs only when enabled by id.
+    """
+
+    id: str
+    kind: str
+    slug: str
+    title: dict[str, str]
+    message: dict[str, str]
+    default: bool = True
+
+
+def _rule(id, kind, slug, title_en, title_zh, message_en, message_zh, default=True) -> Rule:
+    return Rule(id, kind, slug, {"en": title_en, "zh_CN": title_zh},
+                {"en": message_en, "zh_CN": message_zh}, default)  # fmt: skip
+
+
+RULES: tuple[Rule, ...] = (
+    _rule(
+        "TP001",
+        "guard",
+        "cross-entropy-expects-logits",
+        "probabilities fed to cross-entropy",
+        "把概率传给交叉熵",
+        "cross_entropy received probabilities (every row is non-negative and sums to 1), such as "
+        "a softmax output; it applies log-softmax itself, so pass the logits",
+        "cross_entropy 收到的是概率（每行非负且和为 1），例如 softmax 的输出；"
+        "它自己会做 log-softmax，应当直接传入 logits",
+    ),
+    _rule(
+        "TP002",
+        "guard",
+        "cross-entropy-expects-logits",
+        "non-negative input to NLL loss",
+        "NLL 损失的输入非负",
+        "nll_loss received an input with no negative value; it expects log-probabilities "
+        "(log_softmax output, all <= 0), not probabilities or logits",
+        "nll_loss 收到的输入没有任何负值；它期望的是对数概率（log_softmax 的输出，全部 <= 0），"
+        "而不是概率或 logits",
+    ),
+    _rule(
+        "TP003",
+        "guard",
+        "train-eval-mode",
+        "evaluation in train mode",
+        "在训练模式下做评估",
+        "a BatchNorm or Dropout module ran in train mode while gradients were disabled: call "
+        "model.eval() before evaluating (model.train() after)",
+        "在禁用梯度时，BatchNorm 或 Dropout 模块仍以训练模式运行：评估前应调用 model.eval()"
+        "（评估后再调用 model.train()）",
+    ),
+    _rule(
+        "TP004",
+        "guard",
+        "functional-dropout",
+        "functional dropout active in eval mode",
+        "eval 模式下函数式 dropout 仍然生效",
+        "F.dropout ran with training=True inside a module in eval mode: pass "
+        "training=self.training, or use an nn.Dropout module",
+        "F.dropout 在处于 eval 模式的模块中以 training=True 运行：应传入 "
+        "training=self.training，或改用 nn.Dropout 模块",
+    ),
+    _rule(
+        "TP005",
+        "guard",
+        "backward-step-zero-grad",
+        "gradients of the previous step summed into the next",
+        "上一步的梯度累加进下一步",
+        "backward is adding to gradients left from before the last optimizer step: clear them "
+        "once per step, with optimizer.zero_grad()",
+        "backward 正在把梯度累加到上一次优化器 step 之前留下的梯度上：每一步都应调用一次 "
+        "optimizer.zero_grad() 清零梯度",
+    ),
+    _rule(
+        "TP006",
+        "guard",
+        "interpolate-batch-dim",
+        "unbatched image passed to interpolate",
+        "把不带批量维度的图像传给 interpolate",
+        "F.interpolate received a 3-D tensor shaped like an image (C, H, W); it reads 3-D input "
+        "as (N, C, L) and resizes only the last dimension: add a batch dimension with "
+        "unsqueeze(0)",
+        "F.interpolate 收到一个形如图像 (C, H, W) 的 3 维张量；它把 3 维输入当作 (N, C, L)，"
+        "只缩放最后一维：应先用 unsqueeze(0) 加上批量维度",
+    ),
+    _rule(
+        "TP007",
+        "note",
+        "tensor-to-numpy",
+        "NumPy conversion of a tensor that requires grad",
+        "把需要梯度的张量转换为 NumPy",
+        "a tensor that requires grad must leave the autograd graph first: use "
+        "tensor.detach().cpu().numpy()",
+        "需要梯度的张量必须先脱离计算图：应使用 tensor.detach().cpu().numpy()",
+    ),
+    _rule(
+        "TP008",
+        "note",
+        "tensor-to-numpy",
+        "NumPy conversion of a CUDA tensor",
+        "把 CUDA 张量转换为 NumPy",
+        "NumPy arrays live in CPU memory: copy the tensor first with tensor.cpu() (and "
+        "detach() it if it requires grad)",
+        "NumPy 数组位于 CPU 内存中：应先用 tensor.cpu() 复制张量（若它需要梯度，还要先 detach()）",
+    ),
+    _rule(
+        "TP009",
+        "note",
+        "inplace-saved-tensor",
+        "in-place modification of a tensor saved for backward",
+        "原地修改了为反向传播保存的张量",
+        "an operation modified in place a tensor that autograd saved for the backward pass: "
+        "use the out-of-place form (x = x * 2, not x.mul_(2)) or clone() first",
+        "某个操作原地修改了 autograd 为反向传播保存的张量：应改用非原地写法（x = x * 2，而不是 "
+        "x.mul_(2)），或先 clone()",
+    ),
+    _rule(
+        "TP010",
+        "guard",
+        "data-vs-detach",
+        "in-place edit behind autograd's back",
+        "绕过 autograd 的原地修改",
+        "a tensor saved for backward was changed through .data or a NumPy view, which autograd "
+        "cannot see, so the gradient is computed from the changed values: edit a detach()ed "
+        "copy, or do it under torch.no_grad() on the tensor itself",
+        "为反向传播保存的张量经由 .data 或 NumPy 视图被修改，autograd 无从察觉，"
+        "梯度会按修改后的值计算：应修改 detach() 得到的副本，"
+        "或在 torch.no_grad() 下直接修改张量本身",
+        default=False,
+    ),
+    _rule(
+        "TP101",
+        "lint",
+        "cross-entropy-expects-logits",
+        "softmax output passed to cross-entropy or NLL",
+        "把 softmax 的输出传给交叉熵或 NLL",
+        "a softmax output is passed to a loss that expects logits (cross-entropy) or "
+        "log-probabilities (NLL): pass the logits to cross_entropy, or log_softmax to nll_loss",
+        "softmax 的输出被传给了期望 logits（交叉熵）或对数概率（NLL）的损失函数："
+        "应把 logits 传给 cross_entropy，或把 log_softmax 的输出传给 nll_loss",
+    ),
+    _rule(
+        "TP102",
+        "lint",
+        "functional-dropout",
+        "functional dropout without training=",
+        "函数式 dropout 未传 training=",
+        "F.dropout and its family default to training=True, even in eval mode: pass "
+        "training=self.training",
+        "F.dropout 及同类函数默认 training=True，在 eval 模式下也照样生效：应传入 "
+        "training=self.training",
+    ),
+    _rule(
+        "TP103",
+        "lint",
+        "backward-step-zero-grad",
+        "training loop that never clears gradients",
+        "训练循环从不清零梯度",
+        "this loop calls backward() and step() but never clears the gradients, so every step "
+        "adds up all earlier gradients: call optimizer.zero_grad() in the loop",
+        "这个循环调用了 backward() 和 step()，却从不清零梯度，每一步都会累加之前所有的梯度："
+        "应在循环中调用 optimizer.zero_grad()",
+    ),
+    _rule(
+        "TP104",
+        "lint",
+        "data-vs-detach",
+        "edit through .data",
+        "经由 .data 修改张量",
+        "an in-place edit through .data is invisible to autograd: edit the tensor itself under "
+        "torch.no_grad(), where autograd sees it, or edit a detach()ed copy",
+        "经由 .data 的原地修改对 autograd 不可见：应在 torch.no_grad() 下直接修改张量本身"
+        "（autograd 能察觉），或修改 detach() 得到的副本",
+        default=False,
+    ),
+)
+"""Every rule, in id order."""
+
+_BY_ID = {r.id: r for r in RULES}
+
+
+def rule(rule_id: str) -> Rule:
+    """The rule with this id.
+
+    Raises:
+        KeyError: no rule has this id; the message lists the known ids.
+    """
+    try:
+        return _BY_ID[rule_id]
+    except (KeyError, TypeError):
+        raise KeyError(f"unknown rule id {rule_id!r}; known: {', '.join(_BY_ID)}") from None
+
+
+def rules_for(slug: str, kind: str | None = None) -> list[Rule]:
+    """The rules that point to the page ``slug`` (of one kind, if given), in id order."""
+    if kind is not None and kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    return [r for r in RULES if r.slug == slug and (kind is None or r.kind == kind)]
+
+
+def check_ids(ids, *, what: str = "rule id") -> frozenset[str]:
+    """Validate an iterable of rule ids (a single string is one id); return them as a set.
+
+    Raises:
+        KeyError: an id is unknown.
+    """
+    if isinstance(ids, str):
+        ids = [ids]
+    out = frozenset(ids)
+    for rule_id in out:
+        if rule_id not in _BY_ID:
+            raise KeyError(f"unknown {what} {rule_id!r}; known: {', '.join(_BY_ID)}")
+    return out
+
+
+def resolve_language(language: str | None = None) -> str:
+    """The language of messages and URLs: ``"en"`` or ``"zh_CN"``.
+
+    ``language`` if given, else the environment variable :data:`LANGUAGE_ENV`, else the locale
+    (``LC_ALL``, ``LC_MESSAGES``, ``LANG`` or :func:`locale.getlocale`): Chinese (``zh``…) gives
+    ``zh_CN``, anything else ``en``. ``zh``, ``zh-CN``, ``zh_Hans`` and the like are accepted.
+
+    Raises:
+        ValueError: ``language`` (or the environment variable) names another language.
+    """
+    chosen = language if language is not None else os.environ.get(LANGUAGE_ENV, "").strip()
+    if chosen:
+        normal = chosen.replace("-", "_").lower()
+        if normal in ("en", "en_us", "en_gb", "english"):
+            return "en"
+        if normal in ("zh", "zh_cn", "zh_hans", "zh_hans_cn", "chinese"):
+            return "zh_CN"
+        raise ValueError(f"language must be one of {LANGUAGES}, got {chosen!r}")
+    for variable in ("LC_ALL", "LC_MESSAGES", "LANG"):
+        value = os.environ.get(variable, "")
+        if value:
+            return "zh_CN" if value.lower().startswith("zh") else "en"
+    try:
+        current = locale.getlocale()[0] or ""
+    except ValueError:
+        current = ""
+    return "zh_CN" if current.lower().startswith("zh") else "en"
+
+
+def page_url(slug: str, *, language: str | None = None, base_url: str | None = None) -> str:
+    """URL of the page ``slug`` in ``language`` (see :func:`resolve_language`).
+
+    ``base_url`` defaults to the environment variable :data:`BASE_URL_ENV`, else
+    :data:`BASE_URL`.
+
+    Raises:
+        KeyError: ``slug`` is not a page any rule points to.
+        ValueError: ``language`` is not a site language.
+    """
+    if slug not in TOPICS:
+        raise KeyError(f"no rule points to a page {slug!r}; known: {', '.join(TOPICS)}")
+    base = base_url or os.environ.get(BASE_URL_ENV, "").strip() or BASE_URL
+    lang = resolve_language(language)
+    name = "plot_" + slug.replace("-", "_")
+    return f"{base.rstrip('/')}/{lang}/auto_examples/{TOPICS[slug]}/{name}.html"
+
+
+def describe(rule_id: str, *, language: str | None = None, base_url: str | None = None) -> str:
+    """The full message of a finding: ``"ID message → URL"`` in the chosen language.
+
+    >>> describe("TP102", language="en", base_url="https://x.org")  # doctest: +ELLIPSIS
+    'TP102 F.dropout and its family default to training=True, ... → https://x.org/en/...html'
+    """
+    found = rule(rule_id)
+    lang = resolve_language(language)
+    url = page_url(found.slug, language=lang, base_url=base_url)
+    return f"{found.id} {found.message[lang]} → {url}"

@@ -1,0 +1,494 @@
+"""The runtime guards (src/torch_pitfalls/guards.py): each rule fires on its pitfall, stays silent
+on the fix and on the known legitimate cases, and leaves nothing behind."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.nn.modules import module as module_hooks
+from torch.optim import optimizer as optimizer_hooks
+from torch.overrides import _get_current_function_mode_stack
+
+import torch_pitfalls
+from torch_pitfalls.guards import Guards, PitfallError, PitfallWarning, allow
+
+
+def run(*watched, enable=(), **options):
+    """A guard that records and never prints (the tests read ``found``)."""
+    options.setdefault("language", "en")
+    return torch_pitfalls.guards(*watched, enable=enable, **options)
+
+
+@pytest.fixture(autouse=True)
+def _quiet_and_clean():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PitfallWarning)
+        yield
+    assert not module_hooks._global_forward_pre_hooks
+    assert not module_hooks._global_forward_hooks
+    assert not optimizer_hooks._global_optimizer_post_hooks
+    assert not _get_current_function_mode_stack()
+
+
+def found(guard: Guards) -> list[str]:
+    return [f.rule_id for f in guard.found]
+
+
+# -- losses: TP001, TP002 --------------------------------------------------------------------------
+
+
+def test_probabilities_to_cross_entropy(device):
+    logits = torch.randn(8, 5, device=device)
+    target = torch.randint(0, 5, (8,), device=device)
+    with run() as wrong:
+        F.cross_entropy(logits.softmax(dim=1), target)
+        nn.CrossEntropyLoss()(torch.softmax(logits, 1), target)
+    with run() as fixed:
+        F.cross_entropy(logits, target)
+        F.cross_entropy(logits, logits.softmax(1))  # probabilities as the *target*
+        F.cross_entropy(logits.sigmoid(), target)  # in [0, 1], but rows do not sum to 1
+    assert found(wrong) == ["TP001", "TP001"]  # two lines, one finding each
+    assert found(fixed) == []
+
+
+def test_non_negative_input_to_nll_loss(device):
+    logits = torch.randn(8, 5, device=device)
+    target = torch.randint(0, 5, (8,), device=device)
+    with run() as wrong:
+        F.nll_loss(logits.softmax(1), target)
+    with run() as fixed:
+        F.nll_loss(logits.log_softmax(1), target)
+        nn.NLLLoss()(F.log_softmax(logits, dim=1), target)
+    assert found(wrong) == ["TP002"]
+    assert found(fixed) == []
+
+
+def test_each_place_warns_once_however_often_it_runs():
+    probs = torch.full((2, 2), 0.5)
+    target = torch.tensor([0, 1])
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        with run() as guard:
+            for _ in range(5):
+                F.cross_entropy(probs, target)
+            F.cross_entropy(probs, target)  # another line: another finding
+    assert found(guard) == ["TP001", "TP001"]
+    assert len([w for w in shown if issubclass(w.category, PitfallWarning)]) == 2
+    first = guard.found[0]
+    assert first.filename == __file__ and first.lineno > 0
+    assert str(shown[0].message) == first.message == guard.message("TP001")
+    assert shown[0].filename == __file__  # the warning points at the user's line
+
+
+# -- modules: TP003, TP004 -------------------------------------------------------------------------
+
+
+def small_net(dropout=0.5):
+    return nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.Dropout(dropout), nn.Linear(8, 2))
+
+
+def test_evaluation_in_train_mode():
+    net, x = small_net(), torch.randn(4, 4)
+    with run(net) as wrong, torch.no_grad():
+        net(x)
+    with run(net) as inference, torch.inference_mode():
+        net(x)
+    net.eval()
+    with run(net) as fixed, torch.no_grad():
+        net(x)
+    net.train()
+    with run(net) as training:
+        net(x)  # training itself: gradients enabled
+    assert found(wrong) == found(inference) == ["TP003"]
+    assert found(fixed) == found(training) == []
+
+
+def test_batchnorm_recalibration_and_monte_carlo_dropout_are_legitimate():
+    net = small_net()
+    batches = [torch.randn(8, 4) for _ in range(3)]
+    with run(net) as recalibration:
+        torch.optim.swa_utils.update_bn(batches, net)  # momentum=None, under no_grad
+    dropout_only = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.2))
+    with run(dropout_only) as monte_carlo, torch.no_grad(), allow("TP003"):
+        torch.stack([dropout_only(batches[0]) for _ in range(5)])
+    with run(dropout_only) as allowed_for_the_block, torch.no_grad():
+        pass
+    assert found(recalibration) == found(monte_carlo) == found(allowed_for_the_block) == []
+    # a Dropout with p=0 and a BatchNorm without running statistics change nothing in eval()
+    harmless = nn.Sequential(nn.Dropout(0.0), nn.BatchNorm1d(4, track_running_stats=False))
+    with run(harmless) as guard, torch.no_grad():
+        harmless(batches[0])
+    assert found(guard) == []
+
+
+def test_only_the_watched_modules_are_checked():
+    watched, other = small_net(), small_net()
+    with run(watched) as guard, torch.no_grad():
+        other(torch.randn(4, 4))
+    assert found(guard) == []
+    with run() as everything, torch.no_grad():
+        other(torch.randn(4, 4))
+    assert found(everything) == ["TP003"]
+
+
+class FunctionalDropout(nn.Module):
+    def __init__(self, fixed: bool, kind=F.dropout):
+        super().__init__()
+        self.fc, self.fixed, self.kind = nn.Linear(4, 4), fixed, kind
+
+    def forward(self, x):
+        x = self.fc(x)
+        if self.fixed:
+            return self.kind(x, 0.5, training=self.training)
+        return self.kind(x, 0.5)
+
+
+def test_functional_dropout_in_eval_mode():
+    x = torch.randn(2, 4)
+    with run() as wrong:
+        FunctionalDropout(fixed=False).eval()(x)
+        FunctionalDropout(fixed=False).eval()(x)  # the same line of forward: no second finding
+    with run() as wrong_1d:
+        FunctionalDropout(fixed=False, kind=F.dropout1d).eval()(x.unsqueeze(0))
+    with run() as fixed:
+        FunctionalDropout(fixed=True).eval()(x)
+        FunctionalDropout(fixed=False).train()(x)  # in train mode, dropout is meant to be on
+        FunctionalDropout(fixed=False, kind=F.alpha_dropout).eval()(x)  # default training=False
+        nn.Dropout(0.5).eval()(x)
+        F.dropout(x, 0.5)  # outside any module: nothing says which mode is meant
+    assert found(wrong) == found(wrong_1d) == ["TP004"]
+    assert found(fixed) == []
+
+
+# -- gradients left from the last step: TP005 ------------------------------------------------------
+
+
+def train(clear: str, steps: int = 3, accumulate: int = 1):
+    torch.manual_seed(0)
+    net = nn.Linear(4, 1)
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+    x, y = torch.randn(8, 4), torch.randn(8, 1)
+    with run(net, optimizer) as guard:
+        for step in range(steps * accumulate):
+            if clear == "before backward":
+                optimizer.zero_grad()
+            F.mse_loss(net(x), y).backward()
+            if (step + 1) % accumulate == 0:
+                optimizer.step()
+                if clear == "optimizer, zeros":
+                    optimizer.zero_grad(set_to_none=False)
+                elif clear == "model":
+                    net.zero_grad()
+                elif clear == "by hand":
+                    for p in net.parameters():
+                        p.grad = None
+    return guard, net
+
+
+def test_stale_gradients_are_flagged_and_accumulation_is_not():
+    assert found(train("never")[0]) == ["TP005"]
+    for clear in ("before backward", "optimizer, zeros", "model", "by hand"):
+        assert found(train(clear)[0]) == [], clear
+    assert found(train("optimizer, zeros", accumulate=4)[0]) == []  # micro-batches
+    assert found(train("never", accumulate=4)[0]) == ["TP005"]
+
+
+def test_the_stale_gradient_points_at_the_backward_call():
+    guard, _ = train("never")
+    (finding,) = guard.found
+    assert finding.filename == __file__
+    source = Path(__file__).read_text(encoding="utf-8").splitlines()[finding.lineno - 1]
+    assert ".backward()" in source
+
+
+# -- shapes: TP006 ---------------------------------------------------------------------------------
+
+
+def test_unbatched_image_to_interpolate():
+    image = torch.rand(3, 8, 8)
+    with run() as wrong:
+        F.interpolate(image, scale_factor=2)
+        nn.Upsample(size=16)(image)
+    with run() as fixed:
+        F.interpolate(image.unsqueeze(0), scale_factor=2)
+        F.interpolate(torch.rand(8, 2, 100), scale_factor=2)  # a batch of 1-D signals
+        F.interpolate(image, scale_factor=2, mode="linear")  # says it means 1-D
+    assert found(wrong) == ["TP006", "TP006"]
+    assert found(fixed) == []
+
+
+# -- notes on PyTorch's own errors: TP007, TP008, TP009 --------------------------------------------
+
+
+def test_notes_on_numpy_conversion_of_a_tensor_that_requires_grad():
+    weights = torch.ones(3, requires_grad=True)
+    with run() as guard:
+        with pytest.raises(RuntimeError, match="requires grad") as caught:
+            weights.numpy()
+        with pytest.raises(RuntimeError, match="requires grad") as caught_array:
+            np.asarray(weights)
+        weights.detach().numpy()
+    assert caught.value.__notes__ == [guard.message("TP007")]
+    assert caught_array.value.__notes__ == [guard.message("TP007")]
+    assert found(guard) == ["TP007", "TP007"]
+
+
+@pytest.mark.cuda
+def test_notes_on_numpy_conversion_of_a_cuda_tensor():
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    with run() as guard:
+        with pytest.raises(TypeError, match="cuda") as caught:
+            torch.ones(3, device="cuda").numpy()
+        torch.ones(3, device="cuda").cpu().numpy()
+    assert caught.value.__notes__ == [guard.message("TP008")]
+    assert found(guard) == ["TP008"]
+
+
+def test_notes_on_an_inplace_change_of_a_saved_tensor(device):
+    x = torch.ones(4, device=device, requires_grad=True)
+    with run() as guard:
+        gate = x.sigmoid()
+        gate.mul_(2)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation") as caught:
+            gate.sum().backward()
+        y = x.sigmoid() * 2
+        y.sum().backward()
+    assert caught.value.__notes__ == [guard.message("TP009")]
+    assert found(guard) == ["TP009"]
+
+
+def test_other_errors_get_no_note():
+    with run() as guard, pytest.raises(RuntimeError) as caught:
+        torch.ones(2, 3) @ torch.ones(2, 3)
+    assert not hasattr(caught.value, "__notes__")
+    assert found(guard) == []
+
+
+# -- edits behind autograd's back (opt-in): TP010 --------------------------------------------------
+
+
+def test_hidden_inplace_edits_are_opt_in():
+    def edit_through_data():
+        w = torch.ones(3, requires_grad=True)
+        s = w.sigmoid()
+        s.data.mul_(2)
+        s.sum().backward()
+
+    with run() as default:
+        edit_through_data()
+    with run(enable=["TP010"]) as enabled:
+        edit_through_data()
+    assert found(default) == []
+    assert found(enabled) == ["TP010"]
+
+
+def test_hidden_edit_through_a_numpy_view_and_the_version_check():
+    a = torch.ones(3, requires_grad=True)
+    with run(enable=["TP010"]) as guard:
+        e = a.exp()
+        e.detach().numpy()[0] = 5.0  # shares memory: invisible to the version counter
+        e.sum().backward()
+        # saved-tensor hooks switch off autograd's own check: the guard makes it itself
+        s = a.sigmoid()
+        s.mul_(2)
+        with pytest.raises(RuntimeError, match="is at version 1; expected version 0") as caught:
+            s.sum().backward()
+    assert found(guard) == ["TP010", "TP009"]
+    assert caught.value.__notes__ == [guard.message("TP009")]
+
+
+def test_hidden_edit_guard_skips_module_buffers_and_clean_code():
+    net = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4))
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+    x = torch.randn(8, 4)
+    with run(net, optimizer, enable=["TP010"]) as guard:
+        for _ in range(2):
+            optimizer.zero_grad()
+            # two forwards through BatchNorm before one backward update its running statistics
+            (net(x).sum() + net(x + 1).sum()).backward()
+            optimizer.step()
+        with torch.no_grad():
+            net[0].weight.mul_(0.5)  # a visible update, after the backward
+    assert found(guard) == []
+
+
+# -- never change a value; leave nothing behind ----------------------------------------------------
+
+
+def test_guards_change_no_computed_value(device):
+    def training_run():
+        torch.manual_seed(0)
+        net = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.Dropout(0.2), nn.Linear(8, 3))
+        net.to(device)
+        optimizer = torch.optim.Adam(net.parameters(), lr=0.01)
+        x = torch.randn(16, 4, device=device)
+        y = torch.randint(0, 3, (16,), device=device)
+        for _ in range(3):
+            optimizer.zero_grad()
+            F.cross_entropy(net(x), y).backward()
+            optimizer.step()
+        net.eval()
+        return [t.detach().clone() for t in (*net.parameters(), *net.buffers(), net(x))]
+
+    plain = training_run()
+    with run(enable=["TP010"]):
+        guarded = training_run()
+    for a, b in zip(plain, guarded, strict=True):
+        assert torch.equal(a, b)
+
+
+def test_everything_is_removed_on_exit_even_after_an_exception():
+    net = small_net()
+    with pytest.raises(ZeroDivisionError), run(net, enable=["TP010"]):
+        net(torch.randn(4, 4))
+        1 / 0  # noqa: B018
+    # the autouse fixture checks the global hooks and the mode stack; saved-tensor hooks too:
+    w = torch.ones(2, requires_grad=True)
+    s = w.sigmoid()
+    s.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        s.sum().backward()  # autograd's own check is back
+
+
+def test_nothing_is_installed_by_importing():
+    code = (
+        "import torch_pitfalls, torch_pitfalls.guards;"
+        "from torch.nn.modules import module as m;"
+        "from torch.overrides import _get_current_function_mode_stack as modes;"
+        "assert not m._global_forward_pre_hooks and not m._global_forward_hooks;"
+        "assert not modes()"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_forward_that_raises_leaves_the_module_stack_balanced():
+    class Broken(nn.Module):
+        def forward(self, x):
+            raise ValueError("broken")
+
+    outer = FunctionalDropout(fixed=False).eval()
+    with run() as guard:
+        with pytest.raises(ValueError, match="broken"):
+            Broken()(torch.ones(1))
+        F.dropout(torch.ones(4), 0.5)  # outside every module again: not flagged
+        outer(torch.randn(2, 4))
+    assert found(guard) == ["TP004"]
+
+
+# -- silencing, strict mode, language --------------------------------------------------------------
+
+
+def test_silencing_by_allow_argument_and_warnings_filter():
+    probs, target = torch.full((2, 2), 0.5), torch.tensor([0, 1])
+    with run(allow=["TP001"]) as by_argument:
+        F.cross_entropy(probs, target)
+    with run() as by_block:
+        with allow("TP001"):
+            F.cross_entropy(probs, target)
+    assert found(by_argument) == found(by_block) == []
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        warnings.filterwarnings("ignore", message="TP001")
+        with run():
+            F.cross_entropy(probs, target)
+    assert not shown
+
+
+def test_strict_mode_raises():
+    with pytest.raises(PitfallError, match=r"^TP001 .* → https://\S+\.html$") as caught:
+        with run(strict=True):
+            F.cross_entropy(torch.full((2, 2), 0.5), torch.tensor([0, 1]))
+    assert caught.value.rule_id == "TP001"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PitfallWarning)
+        with pytest.raises(PitfallWarning, match="^TP001 "), run():
+            F.cross_entropy(torch.full((2, 2), 0.5), torch.tensor([0, 1]))
+
+
+def test_language_and_base_url(monkeypatch):
+    monkeypatch.setenv("TORCH_PITFALLS_BASE_URL", "http://127.0.0.1:8000")
+    monkeypatch.setenv("TORCH_PITFALLS_LANGUAGE", "zh_CN")
+    with torch_pitfalls.guards() as guard:
+        F.cross_entropy(torch.full((2, 2), 0.5), torch.tensor([0, 1]))
+    message = guard.found[0].message
+    assert message.startswith("TP001 cross_entropy 收到的是概率")
+    assert message.endswith(
+        "→ http://127.0.0.1:8000/zh_CN/auto_examples/losses/plot_cross_entropy_expects_logits.html"
+    )
+    assert guard.report() == f"test_guards.py:{guard.found[0].lineno}: {message}"
+
+
+def test_bad_arguments_get_clear_errors():
+    with pytest.raises(TypeError, match="watches modules and optimizers, got Tensor"):
+        torch_pitfalls.guards(torch.ones(1))
+    with pytest.raises(KeyError, match="unknown rule id 'TP999'"):
+        torch_pitfalls.guards(allow=["TP999"])
+    with pytest.raises(ValueError, match="TP101 is a rule of the static checker"):
+        torch_pitfalls.guards(enable=["TP101"])
+    with pytest.raises(ValueError, match="language must be one of"):
+        torch_pitfalls.guards(language="fr")
+    with pytest.raises(KeyError, match="unknown rule id"):
+        allow("TP01")
+    guard = torch_pitfalls.guards()
+    with guard, pytest.raises(RuntimeError, match="already active"):
+        guard.__enter__()
+
+
+def test_the_module_is_callable_and_exports():
+    assert isinstance(torch_pitfalls.guards(), Guards)
+    assert torch_pitfalls.PitfallWarning is PitfallWarning
+    assert torch_pitfalls.allow is allow
+
+
+# -- the runner ------------------------------------------------------------------------------------
+
+
+def test_runner_runs_a_script_with_its_arguments(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import sys, torch, torch.nn.functional as F\n"
+        "print('args', sys.argv[1:])\n"
+        "for _ in range(3):\n"
+        "    F.cross_entropy(torch.full((2, 2), 0.5), torch.tensor([0, 1]))\n"
+        "sys.exit(3)\n"
+    )
+    command = [sys.executable, "-m", "torch_pitfalls.guards", "--language", "en", str(script)]
+    done = subprocess.run([*command, "--epochs", "2"], capture_output=True, text=True)
+    assert done.returncode == 3
+    assert "args ['--epochs', '2']" in done.stdout
+    assert done.stderr.count("PitfallWarning: TP001 ") == 1
+    assert f"{script}:4: PitfallWarning: TP001 " in done.stderr
+    assert "torch_pitfalls.guards: 1 pitfall found (TP001)" in done.stderr
+    strict = subprocess.run(
+        [*command[:-1], "--strict", str(script)], capture_output=True, text=True
+    )
+    assert strict.returncode == 1 and "PitfallError: TP001 " in strict.stderr
+    allowed = subprocess.run(
+        [*command[:-1], "--allow", "TP001", str(script)], capture_output=True, text=True
+    )
+    assert "0 pitfalls found" in allowed.stderr and "PitfallWarning" not in allowed.stderr
+    usage = subprocess.run(
+        [*command[:-1], "--enable", "TP101", str(script)], capture_output=True, text=True
+    )
+    assert usage.returncode == 2 and "TP101 is a rule of the static checker" in usage.stderr
+
+
+def test_probabilities_in_half_precision_are_recognised(device):
+    dtype = torch.float16 if device == "cuda" else torch.bfloat16
+    logits = torch.randn(8, 10, device=device)
+    target = torch.randint(0, 10, (8,), device=device)
+    with run() as wrong:
+        F.cross_entropy(logits.softmax(1).to(dtype), target)
+    with run() as fixed:
+        F.cross_entropy(logits.to(dtype), target)
+    assert found(wrong) == ["TP001"]
+    assert found(fixed) == []
