@@ -106,7 +106,9 @@ def reproducible(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def bench(session: nox.Session) -> None:
-    """Measure environment setup, clean and no-change builds, examples and tests; print a table."""
+    """Measure setup, builds, examples and tests; then the detectors (guard overhead, checker
+    speed). Print the tables. ``-- --no-fresh`` skips the setup, ``-- --detectors`` runs only the
+    detectors' measurements."""
     install(session, "docs")
     session.install(*optional_dependencies("tests"))
     session.run("python", str(DOCS / "_ext" / "bench.py"), *session.posargs)

@@ -2,7 +2,10 @@
 
 Rows: fresh environment setup; clean build of each language with the number of examples executed;
 no-change rebuild; each example's run time on this build's device (from sphinx-gallery's junit
-report); the test suite. Times depend on the machine; this one prints what it measured.
+report); the test suite. Then the detectors: the runtime guards' overhead on a small training
+loop (ratio of its time with guards to its time without), and the static checker's speed (lines of
+this repository's Python per second). Times depend on the machine; this one prints what it
+measured. ``--no-fresh`` skips the environment setup, ``--detectors`` measures the detectors only.
 Targets (2-core machine, environment present): clean build of both languages <= 120 s, no-change
 rebuild of both <= 20 s, no example over 10 s on CPU, `nox -s tests` <= 120 s.
 """
@@ -123,5 +126,77 @@ def main(fresh: bool = True) -> None:
         print(f"| {what:<{width}} | {seconds:7.1f} | {note} |")
 
 
+def detectors() -> None:
+    """Print the detectors' table: guard overhead (ratios) and checker speed (lines per second)."""
+    import warnings
+
+    import torch
+    from torch import nn
+
+    import torch_pitfalls
+    from torch_pitfalls.lint import check_source
+    from torch_pitfalls.measure import median_time
+
+    rows = []
+    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    for device in devices:
+        torch.manual_seed(0)
+        model = nn.Sequential(
+            nn.Linear(64, 256), nn.BatchNorm1d(256), nn.ReLU(), nn.Dropout(0.1), nn.Linear(256, 10)
+        ).to(device)
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+        x = torch.randn(128, 64, device=device)
+        y = torch.randint(0, 10, (128,), device=device)
+
+        def train_steps(model=model, optimizer=optimizer, x=x, y=y, device=device, steps=10):
+            for _ in range(steps):
+                optimizer.zero_grad()
+                torch.nn.functional.cross_entropy(model(x), y).backward()
+                optimizer.step()
+            if device == "cuda":
+                torch.cuda.synchronize()
+
+        plain = median_time(train_steps, min_run_time=1.0)
+        for label, options in (("default rules", {}), ("with opt-in TP010", {"enable": ["TP010"]})):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                with torch_pitfalls.guards(model, optimizer, **options):
+                    guarded = median_time(train_steps, min_run_time=1.0)
+            rows.append(
+                (
+                    f"guards ({label}), 10 training steps on {device}",
+                    guarded / plain,
+                    f"x the time without guards ({plain * 1e3:.1f} ms)",
+                )
+            )
+    sources = [
+        (path, path.read_text(encoding="utf-8"))
+        for folder in ("src", "examples", "tests", "docs/_ext")
+        for path in sorted((ROOT / folder).rglob("*.py"))
+    ]
+    lines = sum(text.count("\n") + 1 for _, text in sources)
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        for path, text in sources:
+            check_source(text, path=str(path), enable=("TP104",))
+        best = min(best, time.perf_counter() - start)
+    rows.append(
+        (
+            f"static checker, all rules, {len(sources)} files",
+            lines / best,
+            f"lines per second ({lines} lines in {best:.2f} s, best of 5)",
+        )
+    )
+    width = max(len(r[0]) for r in rows)
+    print(f"\n| {'detectors':<{width}} | value | unit |")
+    print(f"| {'-' * width} | ----: | ---- |")
+    for what, value, unit in rows:
+        shown = f"{value:.2f}" if value < 100 else f"{value:,.0f}"
+        print(f"| {what:<{width}} | {shown} | {unit} |")
+
+
 if __name__ == "__main__":
-    main(fresh="--no-fresh" not in sys.argv)
+    if "--detectors" not in sys.argv:
+        main(fresh="--no-fresh" not in sys.argv)
+    detectors()

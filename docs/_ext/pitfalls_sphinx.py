@@ -335,6 +335,87 @@ def _glossary_directive():
     return Glossary
 
 
+# -- The detectors' rule table, from the registry (src/torch_pitfalls/rules.py) -----------------
+
+RULE_TABLE_HEADERS = {
+    "en": ["Rule", "Kind", "Default", "What it catches", "Page"],
+    "zh_CN": ["规则", "类型", "默认", "检测的问题", "页面"],
+}
+RULE_KINDS = {
+    "en": {"guard": "runtime warning", "note": "note on an error", "lint": "static check"},
+    "zh_CN": {"guard": "运行时警告", "note": "为错误添加说明", "lint": "静态检查"},
+}
+RULE_DEFAULTS = {"en": ("on", "opt-in"), "zh_CN": ("开启", "需显式启用")}
+
+
+def rule_label(rule_id: str) -> str:
+    """The reference label of a rule's row in the rule table: ``rule-tp001``."""
+    return f"rule-{rule_id.lower()}"
+
+
+def _rules_directive():
+    from docutils import nodes
+    from sphinx import addnodes
+    from sphinx.util.docutils import SphinxDirective
+
+    class Rules(SphinxDirective):
+        """``pitfalls-rules``: every rule of the registry, one row each, in the build's language.
+
+        The titles come from the registry in both languages, so the cells stay out of the
+        catalogs; each row is a reference target (``{ref}`TP001 <rule-tp001>```), and its page
+        column links to the pitfall's page.
+        """
+
+        def run(self):
+            from torch_pitfalls import rules
+
+            self.env.note_dependency(rules.__file__)
+            language = "zh_CN" if (self.config.language or "en").startswith("zh") else "en"
+            std = self.env.get_domain("std")
+            table = nodes.table(classes=["pitfalls-rules"])
+            group = nodes.tgroup(cols=5)
+            table += group
+            group.extend(nodes.colspec(colwidth=width) for width in (2, 3, 2, 8, 5))
+
+            def entry(*children, untranslatable=True):
+                paragraph = nodes.paragraph("", "", *children)
+                paragraph["translatable"] = not untranslatable
+                cell = nodes.entry()
+                cell += paragraph
+                return cell
+
+            head = nodes.row()
+            head.extend(entry(nodes.Text(text)) for text in RULE_TABLE_HEADERS[language])
+            body = nodes.tbody()
+            for rule in rules.RULES:
+                label = rule_label(rule.id)
+                std.note_hyperlink_target(label, self.env.docname, label, rule.id)
+                row = nodes.row(ids=[label])
+                row += entry(nodes.literal(text=rule.id))
+                row += entry(nodes.Text(RULE_KINDS[language][rule.kind]))
+                row += entry(nodes.Text(RULE_DEFAULTS[language][0 if rule.default else 1]))
+                row += entry(nodes.Text(rule.title[language]))
+                page = addnodes.pending_xref(
+                    "", refdomain="std", reftype="ref", reftarget=rule.slug,
+                    refexplicit=False, refwarn=True, refdoc=self.env.docname,
+                )  # fmt: skip
+                page += nodes.inline(text=rule.slug)
+                row += entry(page)
+                body += row
+            group += nodes.thead("", head)
+            group += body
+            return [table]
+
+    return Rules
+
+
+def _base_url_per_language(app, config) -> None:
+    """``html_baseurl`` from the one setting of the detectors' URLs, per language."""
+    from torch_pitfalls.rules import BASE_URL
+
+    config.html_baseurl = f"{BASE_URL}/{config.language or 'en'}/"
+
+
 def _junit_per_language(app, config) -> None:
     """One sphinx-gallery junit report per language: docs/_build/junit/sphinx-gallery-<lang>.xml."""
     language = config.language or "en"
@@ -350,4 +431,6 @@ def setup(app):
     app.add_search_language(_search_chinese_class())
     app.connect("doctree-read", _translate_gallery_thumbnails)
     app.add_directive("pitfalls-glossary", _glossary_directive())
+    app.add_directive("pitfalls-rules", _rules_directive())
+    app.connect("config-inited", _base_url_per_language)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -27,7 +27,8 @@ gradient is now ``None`` rather than a tensor of zeros.
    (an optimizer that holds only some parameters).
 
 Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`,
-:func:`~torch_pitfalls.expect_raises`, :class:`~torch_pitfalls.TwoConvNet`.
+:func:`~torch_pitfalls.expect_raises`, :func:`~torch_pitfalls.expect_warns`,
+:class:`~torch_pitfalls.TwoConvNet`, :mod:`torch_pitfalls.guards`.
 """
 
 # %%
@@ -41,7 +42,15 @@ Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_ev
 import torch
 import torch.nn.functional as F
 
-from torch_pitfalls import TwoConvNet, expect_raises, get_device, seed_everything
+from torch_pitfalls import (
+    PitfallWarning,
+    TwoConvNet,
+    expect_raises,
+    expect_warns,
+    get_device,
+    guards,
+    seed_everything,
+)
 
 seed_everything(0)
 device = get_device()
@@ -335,6 +344,40 @@ for (holds, clear), names in left.items():
 assert left[("all parameters", "model")] == left[("all parameters", "optimizer")] == []
 assert left[("fc only", "model")] == []
 assert left[("fc only", "optimizer")] == ["conv1.weight", "conv2.weight"]
+
+# %%
+# Detectors
+# ---------
+#
+# Two rules detect this pitfall in your own code (see :doc:`/detectors`): the runtime guard
+# ``TP005`` (a backward that adds to gradients left from before the last optimizer step) and
+# ``TP103`` of the static checker (a loop that calls ``backward()`` and ``step()`` but never
+# clears the gradients).
+# Under :mod:`torch_pitfalls.guards`, the loop without ``zero_grad()`` warns, once per line, and
+# the fixed loop is silent.
+# So is gradient accumulation on purpose (:ref:`gradient-accumulation`): several backward passes
+# between two clearings, and one step.
+
+seed_everything(0)
+net = TwoConvNet().to(device)
+optimizer = torch.optim.SGD(net.parameters(), lr=0.01)
+with guards(language="en") as wrong:
+    with expect_warns(PitfallWarning, "^TP005 "):
+        for _ in range(3):
+            F.cross_entropy(net(images), targets).backward()  # no zero_grad()
+            optimizer.step()
+with guards(language="en") as fixed:
+    for _ in range(3):
+        optimizer.zero_grad()
+        F.cross_entropy(net(images), targets).backward()
+        optimizer.step()
+    for _ in range(2):  # one step for the gradients of two half-batches, added on purpose
+        optimizer.zero_grad()
+        for part, part_targets in zip(images.chunk(2), targets.chunk(2), strict=True):
+            (F.cross_entropy(net(part), part_targets) / 2).backward()
+        optimizer.step()
+print("found in the wrong code:", wrong.ids, "  in the fix:", fixed.ids)
+assert wrong.ids == ["TP005"] and fixed.ids == []
 
 # %%
 # Takeaway

@@ -21,7 +21,8 @@ backward quietly returns a wrong gradient.
    :ref:`requires-grad-propagation` (what a graph records).
 
 Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`,
-:func:`~torch_pitfalls.expect_raises`.
+:func:`~torch_pitfalls.expect_raises`, :func:`~torch_pitfalls.expect_warns`,
+:mod:`torch_pitfalls.guards`.
 """
 
 # %%
@@ -33,7 +34,14 @@ Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_ev
 # We take a detached view of that output and set it to zero in place, then call backward.
 import torch
 
-from torch_pitfalls import expect_raises, get_device, seed_everything
+from torch_pitfalls import (
+    PitfallWarning,
+    expect_raises,
+    expect_warns,
+    get_device,
+    guards,
+    seed_everything,
+)
 
 seed_everything(0)
 device = get_device()
@@ -127,6 +135,38 @@ print("still a leaf that requires grad:", layer.weight.is_leaf and layer.weight.
 assert layer.weight.is_leaf and layer.weight.requires_grad
 
 # %%
+# Detectors
+# ---------
+#
+# Two opt-in rules detect this pitfall in your own code (see :doc:`/detectors`): the runtime
+# guard ``TP010`` (a tensor saved for backward changed through ``.data`` or a NumPy view) and
+# ``TP104`` of the static checker (an in-place edit through ``.data``).
+# ``TP010`` keeps a copy of every tensor saved for backward, which doubles their memory, so it
+# runs only when enabled: ``guards(enable=["TP010"])``.
+# Enabled, it warns at the backward of this page's edit through ``.data``, once per line, and the
+# fix is silent:
+
+with guards(enable=["TP010"], language="en") as wrong:
+    a = torch.tensor([1.0, 2.0, 3.0], device=device, requires_grad=True)
+    out = a.sigmoid()
+    _ = out.data.zero_()
+    with expect_warns(PitfallWarning, "^TP010 "):
+        out.sum().backward()
+with guards(enable=["TP010"], language="en") as fixed:
+    a = torch.tensor([1.0, 2.0, 3.0], device=device, requires_grad=True)
+    out = a.sigmoid()
+    scratch = out.detach().clone()
+    _ = scratch.zero_()
+    out.sum().backward()
+print("found in the wrong code:", wrong.ids, "  in the fix:", fixed.ids)
+assert wrong.ids == ["TP010"] and fixed.ids == []
+torch.testing.assert_close(a.grad, expected_grad)
+
+# %%
+# The hooks that ``TP010`` puts on saved tensors switch off autograd's own version check, so it
+# makes that check itself (the edit through ``detach()`` still raises), and it leaves out module
+# buffers, such as the running statistics that BatchNorm updates in place.
+#
 # Takeaway
 # --------
 #

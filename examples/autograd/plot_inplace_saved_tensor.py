@@ -24,7 +24,7 @@ operation*, naming a tensor you may never have touched by that name.
 
 Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`,
 :func:`~torch_pitfalls.expect_raises`, :func:`~torch_pitfalls.expect_warns`,
-:func:`~torch_pitfalls.saved_tensors`.
+:func:`~torch_pitfalls.saved_tensors`, :mod:`torch_pitfalls.guards`.
 """
 
 # %%
@@ -35,7 +35,14 @@ Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_ev
 # **Backward refuses: a tensor it needs was changed after it was saved.**
 import torch
 
-from torch_pitfalls import expect_raises, expect_warns, get_device, saved_tensors, seed_everything
+from torch_pitfalls import (
+    expect_raises,
+    expect_warns,
+    get_device,
+    guards,
+    saved_tensors,
+    seed_everything,
+)
 
 seed_everything(0)
 device = get_device()
@@ -195,6 +202,27 @@ assert "Traceback of forward call" in anomaly_first_line
 # The traceback points at the sigmoid, the operation whose saved output was changed; the in-place
 # operation that changed it comes somewhere after that line.
 #
+# Detectors
+# ---------
+#
+# The runtime note ``TP009`` detects this pitfall in your own code (see :doc:`/detectors`): under
+# :mod:`torch_pitfalls.guards`, autograd's error about a tensor *modified by an inplace
+# operation* ends with a note that names the rule, the fix and this page.
+# The symptom of this page gets the note, and its out-of-place fix is silent:
+
+with guards(language="en") as wrong:
+    x = torch.randn(4, device=device, requires_grad=True)
+    gate = x.sigmoid()
+    _ = gate.mul_(2)
+    with expect_raises(RuntimeError, stale):
+        gate.sum().backward()
+with guards(language="en") as fixed:
+    x = torch.randn(4, device=device, requires_grad=True)
+    (x.sigmoid() * 2).sum().backward()
+print("found in the wrong code:", wrong.ids, "  in the fix:", fixed.ids)
+assert wrong.ids == ["TP009"] and fixed.ids == []
+
+# %%
 # Takeaway
 # --------
 #

@@ -249,6 +249,13 @@ with cuda_section(
         _ = ax.set_title(f"One epoch on {device} (this machine)")
 
 # %%
+# How much the waiting costs depends on the balance of the two sides.
+# When the ratio above is close to 1, the model is too small for the waiting to matter: each
+# step's kernels finish faster than Python queues the next ones, so the GPU is idle most of the
+# time anyway.
+# The cost grows with the GPU work per step, when the CPU could otherwise queue the next step
+# while the GPU computes this one.
+#
 # Both epochs return a plain ``float``; keeping the running sum as a detached tensor on the
 # device costs one tensor, not one graph per step.
 #

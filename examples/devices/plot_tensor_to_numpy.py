@@ -27,7 +27,7 @@ Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_ev
 :func:`~torch_pitfalls.expect_raises`, :func:`~torch_pitfalls.cuda_section`,
 :func:`~torch_pitfalls.graph_nodes`, :func:`~torch_pitfalls.saved_tensors`,
 :func:`~torch_pitfalls.compare_times`, :func:`~torch_pitfalls.measured`,
-:func:`~torch_pitfalls.available_devices`.
+:func:`~torch_pitfalls.available_devices`, :mod:`torch_pitfalls.guards`.
 """
 
 # %%
@@ -48,6 +48,7 @@ from torch_pitfalls import (
     expect_raises,
     get_device,
     graph_nodes,
+    guards,
     measured,
     saved_tensors,
     seed_everything,
@@ -222,6 +223,32 @@ safe = values.detach().cpu().numpy().copy()
 safe[1] = -1.0
 print("after editing a .copy():", values)
 assert values[1].item() == 1.0
+
+# %%
+# Detectors
+# ---------
+#
+# Two rules detect this pitfall in your own code (see :doc:`/detectors`), both runtime notes
+# that the guards add to PyTorch's own error: ``TP007`` (the conversion of a tensor that requires
+# grad) and ``TP008`` (the conversion of a CUDA tensor).
+# Under :mod:`torch_pitfalls.guards`, both errors of this page end with a note that names the
+# rule, the fix and this page, and the fix is silent.
+# ``TP008`` needs a CUDA tensor: on a build without a GPU, that part shows its recording, and
+# only ``TP007`` is found in this run.
+
+with guards(language="en") as wrong:
+    with expect_raises(RuntimeError, "Can't call numpy\\(\\) on Tensor that requires grad"):
+        pred.cpu().numpy()
+    with cuda_section(device, "the guards' note on a CUDA tensor's .numpy()") as live:
+        if live:
+            with expect_raises(TypeError, "can't convert cuda"):
+                pred.detach().numpy()
+with guards(language="en") as fixed:
+    pred.detach().cpu().numpy()
+    pred.numpy(force=True)
+print("found in the wrong code:", wrong.ids, "  in the fix:", fixed.ids)
+assert wrong.ids == (["TP007", "TP008"] if device.type == "cuda" else ["TP007"])
+assert fixed.ids == []
 
 # %%
 # Takeaway

@@ -23,8 +23,9 @@ trains more slowly.
    :ref:`backward-step-zero-grad` (one training step).
 
 Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`,
-:func:`~torch_pitfalls.expect_raises`, :func:`~torch_pitfalls.run_isolated`,
-:func:`~torch_pitfalls.cuda_section`.
+:func:`~torch_pitfalls.expect_raises`, :func:`~torch_pitfalls.expect_warns`,
+:func:`~torch_pitfalls.run_isolated`, :func:`~torch_pitfalls.cuda_section`,
+:mod:`torch_pitfalls.guards`.
 """
 
 # %%
@@ -41,7 +42,16 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from torch_pitfalls import cuda_section, expect_raises, get_device, run_isolated, seed_everything
+from torch_pitfalls import (
+    PitfallWarning,
+    cuda_section,
+    expect_raises,
+    expect_warns,
+    get_device,
+    guards,
+    run_isolated,
+    seed_everything,
+)
 
 seed_everything(0)
 device = get_device()
@@ -242,6 +252,27 @@ loss_smoothing = nn.CrossEntropyLoss(label_smoothing=eps)(logits, target)
 loss_smoothed_target = nn.CrossEntropyLoss()(logits, smoothed)
 print(f"label_smoothing={eps}: {loss_smoothing:.6f}  smoothed target: {loss_smoothed_target:.6f}")
 torch.testing.assert_close(loss_smoothing, loss_smoothed_target)
+
+# %%
+# Detectors
+# ---------
+#
+# Three rules detect this pitfall in your own code (see :doc:`/detectors`): the runtime guards
+# ``TP001`` (probabilities fed to cross-entropy) and ``TP002`` (a non-negative input to the NLL
+# loss), and ``TP101`` of the static checker (a softmax output passed to either loss).
+# Under :mod:`torch_pitfalls.guards`, the wrong code of this page warns, once per line, and its
+# fix is silent:
+
+with guards(language="en") as wrong:
+    with expect_warns(PitfallWarning, "^TP001 "):
+        train(softmax_first=True, steps=3)
+    with expect_warns(PitfallWarning, "^TP002 "):
+        nn.NLLLoss()(logits.softmax(dim=1), target)
+with guards(language="en") as fixed:
+    train(softmax_first=False, steps=3)
+    nn.NLLLoss()(logits.log_softmax(dim=1), target)
+print("found in the wrong code:", wrong.ids, "  in the fix:", fixed.ids)
+assert wrong.ids == ["TP001", "TP002"] and fixed.ids == []
 
 # %%
 # Takeaway

@@ -20,7 +20,8 @@ Evaluation then gives a different answer on every call, and a worse one.
 
    :ref:`train-eval-mode` (what ``train()`` and ``eval()`` switch).
 
-Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`.
+Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`,
+:func:`~torch_pitfalls.expect_warns`, :mod:`torch_pitfalls.guards`.
 """
 
 # %%
@@ -35,7 +36,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from torch_pitfalls import get_device, seed_everything
+from torch_pitfalls import PitfallWarning, expect_warns, get_device, guards, seed_everything
 
 seed_everything(0)
 device = get_device()
@@ -175,6 +176,30 @@ with torch.no_grad():
 print("without the flag, today it drops:", bool(((no_flag == 0) & (hidden != 0)).any()))
 print("training=False is the identity:", torch.equal(explicit_off, hidden))
 assert ((no_flag == 0) & (hidden != 0)).any() and torch.equal(explicit_off, hidden)
+
+# %%
+# Detectors
+# ---------
+#
+# Two rules detect this pitfall in your own code (see :doc:`/detectors`): the runtime guard
+# ``TP004`` (``F.dropout`` with ``training=True`` inside a module in eval mode) and ``TP102`` of
+# the static checker (a call of ``F.dropout`` or its family without ``training=``).
+# Under :mod:`torch_pitfalls.guards`, the wrong network of this page warns in evaluation mode,
+# once per line, and both fixes are silent.
+# The guard cannot tell an explicit ``training=True`` (Monte Carlo dropout) from a forgotten one:
+# silence it there with :func:`allow("TP004") <torch_pitfalls.guards.allow>`.
+
+_ = model.eval()
+_ = fixed_flag.eval()
+_ = fixed_module.eval()
+with guards(language="en") as wrong:
+    with expect_warns(PitfallWarning, "^TP004 "), torch.no_grad():
+        model(x)
+with guards(language="en") as fixed, torch.no_grad():
+    fixed_flag(x)
+    fixed_module(x)
+print("found in the wrong code:", wrong.ids, "  in the fix:", fixed.ids)
+assert wrong.ids == ["TP004"] and fixed.ids == []
 
 # %%
 # Takeaway

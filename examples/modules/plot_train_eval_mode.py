@@ -24,7 +24,8 @@ Nothing warns: the numbers are just worse, and they change from run to run.
    (what :class:`torch.no_grad` does) helps.
 
 Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`,
-:func:`~torch_pitfalls.expect_raises`.
+:func:`~torch_pitfalls.expect_raises`, :func:`~torch_pitfalls.expect_warns`,
+:mod:`torch_pitfalls.guards`, :func:`torch_pitfalls.guards.allow`.
 """
 
 # %%
@@ -38,7 +39,15 @@ Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_ev
 import torch
 from torch import nn
 
-from torch_pitfalls import expect_raises, get_device, seed_everything
+from torch_pitfalls import (
+    PitfallWarning,
+    allow,
+    expect_raises,
+    expect_warns,
+    get_device,
+    guards,
+    seed_everything,
+)
 
 seed_everything(0)
 device = get_device()
@@ -272,6 +281,35 @@ sizes = [len(b) for (b,) in DataLoader(dataset, batch_size=3)]
 sizes_drop_last = [len(b) for (b,) in DataLoader(dataset, batch_size=3, drop_last=True)]
 print("batch sizes:", sizes, " with drop_last=True:", sizes_drop_last)
 assert sizes[-1] == 1 and min(sizes_drop_last) == 3
+
+# %%
+# Detectors
+# ---------
+#
+# The runtime guard ``TP003`` detects this pitfall in your own code (see :doc:`/detectors`): a
+# :class:`~torch.nn.BatchNorm1d` or :class:`~torch.nn.Dropout` module that runs in training mode
+# while gradients are disabled, the mark of an evaluation that forgot ``eval()``.
+# Under :mod:`torch_pitfalls.guards`, the evaluation of this page without ``eval()`` warns, once
+# per line, and ``evaluate`` is silent.
+# So is a BatchNorm recalibration with ``momentum=None``, as ``torch.optim.swa_utils.update_bn``
+# runs it.
+# Dropout that you keep on at evaluation (Monte Carlo dropout) warns too; silence it there with
+# :func:`torch_pitfalls.guards.allow`:
+
+with guards(language="en") as wrong:
+    with expect_warns(PitfallWarning, "^TP003 "), torch.no_grad():
+        model(x)  # model.eval() forgotten
+with guards(language="en") as fixed:
+    evaluate(model, x)
+    torch.optim.swa_utils.update_bn([features], bn)
+    _ = model.eval()
+    _ = model[3].train()  # Monte Carlo dropout: BatchNorm in eval mode, dropout on purpose
+    with torch.no_grad(), allow("TP003"):
+        samples = torch.stack([model(x) for _ in range(5)])
+    _ = model.train()
+print("found in the wrong code:", wrong.ids, "  in the fix:", fixed.ids)
+assert wrong.ids == ["TP003"] and fixed.ids == []
+assert not torch.equal(samples[0], samples[1])  # the Monte Carlo samples differ
 
 # %%
 # Takeaway

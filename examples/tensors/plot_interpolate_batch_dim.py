@@ -24,7 +24,8 @@ factor or size does not fail: it stretches every row, and only the width changes
    have meant.
 
 Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`,
-:func:`~torch_pitfalls.expect_raises`, :func:`~torch_pitfalls.expect_warns`.
+:func:`~torch_pitfalls.expect_raises`, :func:`~torch_pitfalls.expect_warns`,
+:mod:`torch_pitfalls.guards`.
 """
 
 # %%
@@ -37,7 +38,14 @@ Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_ev
 import torch
 import torch.nn.functional as F
 
-from torch_pitfalls import expect_raises, expect_warns, get_device, seed_everything
+from torch_pitfalls import (
+    PitfallWarning,
+    expect_raises,
+    expect_warns,
+    get_device,
+    guards,
+    seed_everything,
+)
 
 seed_everything(0)
 device = get_device()
@@ -170,6 +178,24 @@ axes[0].set_xlim(-0.5, 15.5)
 axes[0].set_ylim(15.5, -0.5)
 axes[0].set_ylabel("height (pixels)")
 _ = fig.suptitle("Resizing an 8×8 image by a factor of 2")
+
+# %%
+# Detectors
+# ---------
+#
+# The runtime guard ``TP006`` detects this pitfall in your own code (see :doc:`/detectors`): a
+# 3-D tensor shaped like an image ``(C, H, W)`` with 1, 3 or 4 channels, passed to
+# ``F.interpolate`` in any mode but ``"linear"``, which exists only for 1-D signals.
+# Under :mod:`torch_pitfalls.guards`, the unbatched call of this page warns, once per line, and
+# the fix is silent:
+
+with guards(language="en") as wrong:
+    with expect_warns(PitfallWarning, "^TP006 "):
+        F.interpolate(img, scale_factor=2)
+with guards(language="en") as fixed:
+    F.interpolate(img.unsqueeze(0), scale_factor=2).squeeze(0)
+print("found in the wrong code:", wrong.ids, "  in the fix:", fixed.ids)
+assert wrong.ids == ["TP006"] and fixed.ids == []
 
 # %%
 # Takeaway

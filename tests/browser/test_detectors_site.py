@@ -1,0 +1,43 @@
+"""The detectors' links land on built pages: every rule's page URL, in both languages, served by the
+local copy of the site; the rule table is on the Detectors page of each language."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import urllib.request
+
+import pytest
+
+from .conftest import HTML, ROOT
+
+# The registry is standard library only: load it from the source tree (no torch in this env).
+_spec = importlib.util.spec_from_file_location(
+    "pitfall_rules", ROOT / "src" / "torch_pitfalls" / "rules.py"
+)
+rules = sys.modules["pitfall_rules"] = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(rules)
+
+
+@pytest.mark.parametrize("language", rules.LANGUAGES)
+@pytest.mark.parametrize("rule", rules.RULES, ids=lambda r: r.id)
+def test_every_rule_links_to_a_built_page(site_url, rule, language):
+    url = rules.page_url(rule.slug, language=language, base_url=site_url)
+    assert (HTML / url.removeprefix(site_url).lstrip("/")).is_file()
+    with urllib.request.urlopen(url) as response:
+        html = response.read().decode("utf-8")
+    assert response.status == 200
+    assert f'id="{rule.slug}"' in html  # the page's own label
+
+
+@pytest.mark.parametrize("language", rules.LANGUAGES)
+def test_the_rule_table_lists_every_rule_in_its_language(page, site_url, language):
+    page.goto(f"{site_url}/{language}/detectors.html")
+    rows = page.locator("table.pitfalls-rules tbody tr")
+    assert rows.count() == len(rules.RULES)
+    for index, rule in enumerate(rules.RULES):
+        row = rows.nth(index)
+        assert row.get_attribute("id") == f"rule-{rule.id.lower()}"
+        shown = row.inner_text().replace("\u2019", "'")  # Sphinx's smart quotes
+        assert rule.title[language] in shown
+        assert row.locator("a").count() == 1  # the page column links to the pitfall's page
