@@ -492,3 +492,111 @@ def test_probabilities_in_half_precision_are_recognised(device):
         F.cross_entropy(logits.to(dtype), target)
     assert found(wrong) == ["TP001"]
     assert found(fixed) == []
+
+
+# -- found by trying to break them: correct code that must stay silent and working --------------
+
+
+def test_per_sample_gradients_with_vmap_still_work():
+    from torch.func import functional_call, grad, vmap
+
+    net = nn.Linear(4, 3)
+    params = {k: v.detach() for k, v in net.named_parameters()}
+
+    def loss(params, x, y):
+        out = functional_call(net, params, (x.unsqueeze(0),))
+        return F.nll_loss(out.log_softmax(1), y.unsqueeze(0))
+
+    x, y = torch.randn(5, 4), torch.randint(0, 3, (5,))
+    plain = vmap(grad(loss), in_dims=(None, 0, 0))(params, x, y)
+    with run() as guard:
+        guarded = vmap(grad(loss), in_dims=(None, 0, 0))(params, x, y)
+    for name in plain:
+        assert torch.equal(plain[name], guarded[name])
+    assert found(guard) == []
+
+
+@pytest.mark.filterwarnings("ignore:Using `torch.compile\\(module\\)` when there are global hooks")
+def test_a_compiled_module_still_runs():
+    net = small_net()
+    compiled = torch.compile(net, backend="eager")  # Dynamo only: no code generation
+    x, y = torch.randn(4, 4), torch.randint(0, 2, (4,))
+    with run(net):
+        F.cross_entropy(compiled(x), y).backward()
+
+
+def test_a_gan_loop_and_manual_gradients_are_not_stale_gradients():
+    torch.manual_seed(0)
+    generator, critic = nn.Linear(2, 2), nn.Linear(2, 1)
+    opt_g = torch.optim.Adam(generator.parameters(), lr=1e-3)
+    opt_d = torch.optim.Adam(critic.parameters(), lr=1e-3)
+    real = torch.randn(8, 2)
+    with run() as gan:
+        for _ in range(3):  # the DCGAN pattern: G's loss backpropagates into D's .grad too
+            critic.zero_grad()
+            fake = generator(torch.randn(8, 2))
+            (critic(fake.detach()).mean() - critic(real).mean()).backward()
+            opt_d.step()
+            generator.zero_grad()
+            (-critic(fake).mean()).backward()
+            opt_g.step()
+    net = nn.Linear(2, 1)
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+    with run() as manual:
+        for _ in range(3):  # gradients from torch.autograd.grad, set by hand: nothing summed
+            grads = torch.autograd.grad(net(real).pow(2).mean(), list(net.parameters()))
+            for p, g in zip(net.parameters(), grads, strict=True):
+                p.grad = g
+            optimizer.step()
+    assert found(gan) == found(manual) == []
+
+
+def test_evaluation_in_train_mode_points_at_the_model_call():
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc, self.drop = nn.Linear(4, 4), nn.Dropout(0.5)
+
+        def forward(self, x):
+            return self.drop(self.fc(x))
+
+    net = Net()
+    with run(net) as guard, torch.no_grad():
+        net(torch.randn(2, 4))  # the evaluation: this line is reported, not forward's
+    (finding,) = guard.found
+    line = Path(__file__).read_text(encoding="utf-8").splitlines()[finding.lineno - 1]
+    assert "the evaluation" in line
+
+
+def test_pytorchs_own_error_for_an_unbatched_image_gets_a_note():
+    image = torch.rand(3, 8, 8)
+    with run() as guard:
+        with pytest.raises(NotImplementedError, match="Got 3D input") as bilinear:
+            F.interpolate(image, scale_factor=2, mode="bilinear")
+        with pytest.raises(ValueError, match="spatial dimensions") as two_sizes:
+            F.interpolate(image, size=(16, 16))
+    assert bilinear.value.__notes__ == two_sizes.value.__notes__ == [guard.message("TP006")]
+
+
+def test_probabilities_over_a_large_vocabulary_are_recognised():
+    logits = 3 * torch.randn(4, 50_000)
+    with run() as guard:
+        F.cross_entropy(logits.softmax(-1), torch.randint(0, 50_000, (4,)))
+    assert found(guard) == ["TP001"]
+
+
+def test_runner_summary_after_an_error_and_static_ids_refused(tmp_path):
+    script = tmp_path / "broken.py"
+    script.write_text(
+        "import torch, torch.nn.functional as F\n"
+        "F.cross_entropy(torch.full((2, 2), 0.5), torch.tensor([0, 1]))\n"
+        "raise ValueError('broken script')\n"
+    )
+    command = [sys.executable, "-m", "torch_pitfalls.guards", "--language", "en"]
+    done = subprocess.run([*command, str(script)], capture_output=True, text=True)
+    assert done.returncode == 1 and "ValueError: broken script" in done.stderr
+    assert "torch_pitfalls.guards: 1 pitfall found (TP001)" in done.stderr
+    refused = subprocess.run(
+        [*command, "--allow", "TP101", str(script)], capture_output=True, text=True
+    )
+    assert refused.returncode == 2 and "TP101 is a rule of the static checker" in refused.stderr

@@ -292,7 +292,8 @@ def test_command_line_select_ignore_enable():
         (["--select", "TP999"], "unknown rule id 'TP999'"),
         (["--ignore", "TP101,XX"], "unknown rule id 'XX'"),
         (["--enable", "TP010"], "TP010 is a runtime guard rule, not a static check"),
-        (["--language", "fr"], "invalid choice: 'fr'"),
+        (["--language", "fr"], "argument --language: language must be one of"),
+        (["--language", ""], "argument --language: language must be one of"),
         ([], "the following arguments are required: PATH"),
     ],
 )
@@ -330,6 +331,10 @@ def test_command_line_language_and_base_url():
 
     from_environment = run_lint(path, language="zh_CN")
     assert from_environment.stdout == chinese.stdout
+    for spelling in ("zh", "zh-CN", "ZH_hans"):  # as rules.resolve_language reads them
+        assert run_lint("--language", spelling, path, language="en").stdout == chinese.stdout
+        assert run_lint(path, language=spelling).stdout == chinese.stdout
+    assert run_lint("--language", "en-US", path, language="zh_CN").stdout == run_lint(path).stdout
 
     mirror = run_lint(path, TORCH_PITFALLS_BASE_URL="http://localhost:8000/")
     first = OUTPUT_LINE.match(mirror.stdout.splitlines()[0])

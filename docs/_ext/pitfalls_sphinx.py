@@ -343,7 +343,7 @@ RULE_TABLE_HEADERS = {
 }
 RULE_KINDS = {
     "en": {"guard": "runtime warning", "note": "note on an error", "lint": "static check"},
-    "zh_CN": {"guard": "运行时警告", "note": "为错误添加说明", "lint": "静态检查"},
+    "zh_CN": {"guard": "运行时警告", "note": "错误说明", "lint": "静态检查"},
 }
 RULE_DEFAULTS = {"en": ("on", "opt-in"), "zh_CN": ("开启", "需显式启用")}
 

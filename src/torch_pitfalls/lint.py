@@ -3,7 +3,11 @@
 Run it on files or folders (folders are searched for ``*.py``)::
 
     python -m torch_pitfalls.lint [--select IDS] [--ignore IDS] [--enable IDS]
-                                  [--language en|zh_CN] [--base-url URL] PATH...
+                                  [--language LANG] [--base-url URL] PATH...
+
+(``--language`` takes ``en`` or ``zh_CN``, or any spelling
+:func:`torch_pitfalls.rules.resolve_language` accepts, ``zh``, ``zh-CN``…, as
+``TORCH_PITFALLS_LANGUAGE`` does.)
 
 or through flake8 (the plugin :class:`Flake8Checker`, error codes ``TP1xx``), or as the
 pre-commit hook ``torch-pitfalls-lint``. Each finding is printed as
@@ -19,9 +23,9 @@ Rules (``kind == "lint"`` in :data:`torch_pitfalls.rules.RULES`):
     The softmax is ``torch.softmax``, ``F.softmax``, ``torch.special.softmax``,
     ``torch.Tensor.softmax``, the tensor method ``x.softmax(...)`` or an ``nn.Softmax`` instance
     called; it is passed directly, through either branch of a conditional expression, or through a
-    variable whose latest assignment above the call, in the same function, is such a softmax. A
-    ``log_softmax`` is never flagged, nor is a softmax passed as the target or used otherwise.
-    Reported at the loss call.
+    variable that holds such a softmax at the call, on some path through the function's ``if``
+    statements (see below). A ``log_softmax`` is never flagged, nor is a softmax passed as the
+    target or used otherwise. Reported at the loss call.
 ``TP102`` (page ``functional-dropout``)
     ``F.dropout``, ``F.dropout1d``, ``F.dropout2d`` or ``F.dropout3d`` called without
     ``training=``: not as a keyword, not as the third positional argument, and no ``*args`` or
@@ -30,13 +34,22 @@ Rules (``kind == "lint"`` in :data:`torch_pitfalls.rules.RULES`):
 ``TP103`` (page ``backward-step-zero-grad``)
     A ``for`` or ``while`` loop whose body calls ``.backward()`` and ``.step()`` on anything but
     never clears gradients: no ``.zero_grad()`` on anything, no assignment to or ``del`` of a
-    ``.grad`` attribute (``p.grad = None``), no ``.grad.zero_()``. Calls to functions of the same
-    module count as their bodies (transitively): a bare ``helper()`` is any function of the module
-    by that name, ``self.helper()`` a method of the enclosing class. Clearing under an ``if``
-    (every k steps) counts as clearing. Code in a function defined inside the loop (an LBFGS
-    ``closure``) is not part of the loop. Nested loops report the innermost loop that has the
-    problem, once: an outer loop is not reported again for a problem of a loop inside it.
-    Reported at the loop's ``for`` or ``while``.
+    ``.grad`` attribute (``p.grad = None``), no ``.grad.zero_()``, ``.grad.fill_(0)`` or
+    ``.grad.mul_(0)`` (a literal ``0`` or ``0.0``), no ``torch._foreach_zero_(...)``. Calls to
+    functions of the same module count as their bodies (transitively): a bare ``helper()`` is any
+    function of the module by that name, ``self.helper()`` a method of the enclosing class, where
+    ``self`` is whatever the method names its first parameter (``trainer.reset()`` in
+    ``def fit(trainer)``; nothing in a ``@staticmethod``). Clearing under an ``if`` (every k
+    steps) counts as clearing. Code in a function defined inside the loop (an LBFGS ``closure``)
+    is not part of the loop, but the loop is also reported when it calls ``.step(closure)`` or
+    ``.step(closure=closure)`` with a function of that name defined in the same function (or
+    module) as the loop, inside the loop or not, that calls ``.backward()`` and never clears
+    gradients (through its callees too; when several functions have the name, all of them; a
+    ``lambda`` is not checked): LBFGS calls the closure
+    several times per step, so the closure itself must call ``zero_grad()``, whatever the loop
+    clears. Nested loops report the innermost loop that has the problem, once: an outer loop is
+    not reported again for a problem of a loop inside it. Always reported at the loop's ``for`` or
+    ``while`` (for a closure too, not at its ``def``).
 ``TP104`` (page ``data-vs-detach``; opt-in, off unless enabled or selected)
     An edit through ``.data``: an in-place method (name ending in one ``_``) called on
     ``x.data``, an item assignment ``x.data[i] = ...``, an augmented assignment ``x.data += ...``
@@ -58,8 +71,13 @@ agrees), and ``self.attr`` assigned in any method of the same class
 (``self.criterion = nn.CrossEntropyLoss()`` in ``__init__``). Not resolved: relative imports,
 attributes of other objects (``trainer.criterion``), values returned by functions,
 ``functools.partial``, containers (``nn.Sequential(..., nn.Softmax(1))``), and rebinding an
-imported name. The analysis reads each function top to bottom; it does not follow branches, loops
-or calls for TP101.
+imported name. For TP101 the analysis reads each function top to bottom, and follows ``if``
+statements: each branch starts from what held before the ``if``, a branch that ends in
+``return``, ``raise``, ``continue`` or ``break`` (or in an ``if`` none of whose branches flow
+on) does not flow on, and after the ``if`` the branches that do are merged: a name holds a
+softmax output if it does on any of them (a softmax on some path is reported), and a loss or
+softmax function or module only if all of them agree. Other statements (loops, ``try``,
+``with``, ``match``) are read straight through, once, and calls are not followed.
 
 Suppress a finding with ``# noqa: TP101`` (several ids: ``# noqa: TP101,TP102``; a prefix such as
 ``# noqa: TP1`` covers every id that starts with it) or a bare ``# noqa`` on the reported line,
@@ -141,7 +159,8 @@ _SOFTMAX_CALLABLE = "softmax function or module"
 _LOSS_CALLABLE = "cross-entropy or NLL function or module"
 
 # Facts of a block of code, for TP103.
-_BACKWARD, _STEP, _CLEARS = 1, 2, 4
+_BACKWARD, _STEP, _CLEARS, _BAD_CLOSURE = 1, 2, 4, 8
+_FOREACH_ZERO = "torch._foreach_zero_"
 
 # flake8's own pattern (flake8.defaults.NOQA_INLINE_REGEXP), so both read a comment the same way.
 _NOQA = re.compile(r"# noqa(?::[\s]?(?P<codes>([A-Z]+[0-9]+(?:[,\s]+)?)+))?", re.IGNORECASE)
@@ -401,6 +420,16 @@ def _id_list(value: str) -> frozenset[str]:
         raise argparse.ArgumentTypeError(error.args[0]) from None
 
 
+def _language(value: str) -> str:
+    """An argparse type: a language as :func:`torch_pitfalls.rules.resolve_language` reads it."""
+    try:
+        if not value.strip():  # resolve_language would take the environment's instead
+            raise ValueError(f"language must be one of {rules.LANGUAGES}, got {value!r}")
+        return rules.resolve_language(value)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def _parser() -> argparse.ArgumentParser:
     listing = ", ".join(
         f"{r.id} {r.title['en']}" + ("" if r.default else " (opt-in)")
@@ -424,8 +453,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--language",
-        choices=rules.LANGUAGES,
-        help=f"language of messages and URLs (default: ${rules.LANGUAGE_ENV}, then the locale)",
+        type=_language,
+        metavar="LANG",
+        help=f"language of messages and URLs: {' or '.join(rules.LANGUAGES)}, or another "
+        f"spelling of them such as zh or zh-CN (default: ${rules.LANGUAGE_ENV}, then the locale)",
     )
     parser.add_argument(
         "--base-url",
@@ -553,12 +584,13 @@ def _analyse(tree: ast.AST, active: frozenset[str]) -> list[tuple[int, int, str]
         return []
     found: list[tuple[int, int, str]] = []
     attributes = None  # the attribute names the module uses, if the walk below learns them
+    imports = _Imports(tree)
     if active & {"TP101", "TP102", "TP104"}:
-        checker = _ExpressionChecker(_Imports(tree), active, found)
+        checker = _ExpressionChecker(imports, active, found)
         checker.check_module(tree)
         attributes = checker.attributes
     if "TP103" in active and (attributes is None or {"backward", "step"} <= attributes):
-        _LoopChecker(tree, found).check()
+        _LoopChecker(tree, imports, found).check()
     return found
 
 
@@ -650,6 +682,18 @@ def _local_names(function: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) 
     return names
 
 
+def _merge_kinds(states: list[dict[str, str | None]]) -> dict[str, str | None]:
+    """What names hold after branches that each left one of ``states``: a softmax output if it
+    is one on any branch; otherwise a kind all branches agree on, else nothing known."""
+    if len(states) == 1:
+        return states[0]
+    merged: dict[str, str | None] = {}
+    for name in set().union(*states):
+        kinds = {state.get(name) for state in states}
+        merged[name] = _SOFTMAX if _SOFTMAX in kinds else kinds.pop() if len(kinds) == 1 else None
+    return merged
+
+
 def _is_init_function(name: str) -> bool:
     return name in _INIT_FUNCTIONS or name.startswith(_INIT_PREFIXES)
 
@@ -719,6 +763,7 @@ class _ExpressionChecker(ast.NodeVisitor):
         self.found = found
         self.scope = _Scope(parent=None)
         self.deferred: deque[tuple[ast.AST, _Scope]] = deque()
+        self.ending_ifs: set[ast.If] = set()  # read, and no branch of them flows on
 
     def check_module(self, tree: ast.AST) -> None:
         self.generic_visit(tree)
@@ -823,6 +868,30 @@ class _ExpressionChecker(ast.NodeVisitor):
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
         self.visit(node.value)
         self.bind(node.target, None)  # x.data += y is reported there
+
+    def visit_If(self, node: ast.If) -> None:
+        """Read each branch from the state before the ``if``; merge what the branches that flow
+        on leave (a branch ending in ``return``, ``raise``, ``continue`` or ``break`` does not)."""
+        self.visit(node.test)
+        scope = self.scope
+        before = scope.current
+        flowing = []
+        for block in (node.body, node.orelse):
+            scope.current = dict(before)
+            for statement in block:
+                self.visit(statement)
+            if not self._ends_flow(block):
+                flowing.append(scope.current)
+        if not flowing:
+            self.ending_ifs.add(node)
+        scope.current = _merge_kinds(flowing) if flowing else before
+
+    def _ends_flow(self, block: list[ast.stmt]) -> bool:
+        """Whether a block (already read) never flows on to the statement after it."""
+        return any(
+            isinstance(s, ast.Return | ast.Raise | ast.Continue | ast.Break) or s in self.ending_ifs
+            for s in block
+        )
 
     def visit_For(self, node: ast.For | ast.AsyncFor) -> None:
         self.visit(node.iter)
@@ -982,71 +1051,88 @@ def _is_inplace_method(name: str) -> bool:
 
 
 class _LoopChecker:
-    """TP103: loops that call backward() and step() but never clear gradients."""
+    """TP103: loops that call backward() and step() but never clear gradients, and loops that
+    pass ``.step()`` a closure that calls backward() but never clears them.
 
-    def __init__(self, tree: ast.AST, found: list) -> None:
+    A *receiver* is ``(class, name)``: the class whose methods ``name.helper()`` runs, ``name``
+    being the first parameter of the method the code is in (a closure's too), or None.
+    """
+
+    def __init__(self, tree: ast.AST, imports: _Imports, found: list) -> None:
         self.tree = tree
+        self.imports = imports
         self.found = found
         self.functions: dict[str, list[ast.AST]] = {}  # bare name -> functions (not methods)
         self.methods: dict[tuple[ast.ClassDef, str], list[ast.AST]] = {}
-        self.owner: dict[ast.AST, ast.ClassDef | None] = {}  # function -> class whose self it sees
+        self.receiver: dict[ast.AST, tuple[ast.ClassDef, str] | None] = {}  # function -> its own
+        # scope (module, function or class) -> name -> the functions defined directly in it
+        self.local_functions: dict[ast.AST, dict[str, list[ast.AST]]] = {}
         self.facts: dict[ast.AST, int] = {}
 
     def check(self) -> None:
         self._collect()
         self._summarise()
-        self._scan(self.tree, None)
+        self._scan(self.tree, None, self.tree)
 
     def _collect(self) -> None:
         """Index the module's functions and methods (functions are statements: no expression
         needs a visit)."""
-        stack: list[tuple[ast.AST, ast.ClassDef | None]] = [(self.tree, None)]
+        stack: list[tuple[ast.AST, tuple | None, ast.AST]] = [(self.tree, None, self.tree)]
         while stack:
-            node, owner = stack.pop()
+            node, receiver, scope = stack.pop()
             for child in _child_statements(node):
                 if isinstance(child, _FUNCTION_NODES):
                     if isinstance(node, ast.ClassDef):
                         self.methods.setdefault((node, child.name), []).append(child)
-                        self.owner[child] = node
+                        self.receiver[child] = _method_receiver(node, child)
                     else:
                         self.functions.setdefault(child.name, []).append(child)
-                        self.owner[child] = owner
-                    stack.append((child, self.owner[child]))
+                        self.receiver[child] = receiver
+                    local = self.local_functions.setdefault(scope, {})
+                    local.setdefault(child.name, []).append(child)
+                    stack.append((child, self.receiver[child], child))
+                elif isinstance(child, ast.ClassDef):
+                    stack.append((child, None, child))
                 else:
-                    stack.append((child, child if isinstance(child, ast.ClassDef) else owner))
+                    stack.append((child, receiver, scope))
 
-    def _callees(self, call: ast.Call, owner: ast.ClassDef | None) -> list[ast.AST]:
+    def _callees(self, call: ast.Call, receiver) -> list[ast.AST]:
         """The same module's functions a call may run: ``helper()``, or ``self.helper()``."""
         func = call.func
         if isinstance(func, ast.Name):
             return self.functions.get(func.id, [])
         if (
-            owner is not None
+            receiver is not None
             and isinstance(func, ast.Attribute)
             and isinstance(func.value, ast.Name)
-            and func.value.id == "self"
+            and func.value.id == receiver[1]
         ):
-            return self.methods.get((owner, func.attr), [])
+            return self.methods.get((receiver[0], func.attr), [])
         return []
 
-    @staticmethod
-    def _own_facts(node: ast.AST) -> int:
+    def _own_facts(self, node: ast.AST) -> int:
         """What this node itself does: backward, step, clearing (``_BACKWARD | ...``)."""
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            method = node.func.attr
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute | ast.Name):
+            method = node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id
+            if method == "_foreach_zero_":  # torch._foreach_zero_(grads), through any alias
+                return _CLEARS if self.imports.qualified_name(node.func) == _FOREACH_ZERO else 0
+            if isinstance(node.func, ast.Name):
+                return 0
             if method == "backward":
                 return _BACKWARD
             if method == "step":
                 return _STEP
             if method == "zero_grad" or (method == "zero_" and _is_grad(node.func.value)):
                 return _CLEARS
+            if method in ("fill_", "mul_") and _is_grad(node.func.value) and _zero_argument(node):
+                return _CLEARS  # p.grad.fill_(0), p.grad.mul_(0)
         elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign | ast.Delete):
             targets = node.targets if isinstance(node, ast.Assign | ast.Delete) else [node.target]
             if any(isinstance(t, ast.Attribute) and t.attr == "grad" for t in targets):
                 return _CLEARS  # p.grad = None, del p.grad: gradients managed by hand
         return 0
 
-    def _direct(self, body: list[ast.AST], owner) -> tuple[int, list[ast.AST]]:
+    def _direct(self, body: list[ast.AST], receiver) -> tuple[int, list[ast.AST]]:
         """Facts of a function body without its callees, and the callees."""
         facts, callees = 0, []
         stack = list(body)
@@ -1056,13 +1142,13 @@ class _LoopChecker:
                 continue
             facts |= self._own_facts(node)
             if isinstance(node, ast.Call):
-                callees += self._callees(node, owner)
+                callees += self._callees(node, receiver)
             stack.extend(ast.iter_child_nodes(node))
         return facts, callees
 
     def _summarise(self) -> None:
         """What each function does, with what its callees do (to a fixed point)."""
-        direct = {f: self._direct(f.body, self.owner[f]) for f in self.owner}
+        direct = {f: self._direct(f.body, self.receiver[f]) for f in self.receiver}
         self.facts = {f: facts for f, (facts, _) in direct.items()}
         changed = True
         while changed:
@@ -1074,49 +1160,88 @@ class _LoopChecker:
                 if facts != self.facts[function]:
                     self.facts[function], changed = facts, True
 
-    def _facts(self, node: ast.AST, owner) -> int:
-        """What this node does, with what the functions it calls do."""
+    def _facts(self, node: ast.AST, receiver, scope: ast.AST) -> int:
+        """What this node does, with what the functions it calls do; ``_BAD_CLOSURE`` for a
+        ``.step(closure)`` whose closure, defined in ``scope``, backward()s and never clears."""
         facts = self._own_facts(node)
         if isinstance(node, ast.Call):
-            for callee in self._callees(node, owner):
+            for callee in self._callees(node, receiver):
                 facts |= self.facts[callee]
+            if facts & _STEP:
+                closures = self._step_closures(node, scope)
+                if closures and all(
+                    self.facts[c] & (_BACKWARD | _CLEARS) == _BACKWARD for c in closures
+                ):
+                    facts |= _BAD_CLOSURE
         return facts
 
-    def _expression_facts(self, root: ast.expr, owner) -> int:
+    def _step_closures(self, call: ast.Call, scope: ast.AST) -> list[ast.AST]:
+        """The functions of ``scope`` named by ``.step(closure)`` or ``.step(closure=...)``."""
+        argument = call.args[0] if call.args else None
+        if argument is None:
+            argument = next((k.value for k in call.keywords if k.arg == "closure"), None)
+        if not isinstance(argument, ast.Name):
+            return []
+        return self.local_functions.get(scope, {}).get(argument.id, [])
+
+    def _expression_facts(self, root: ast.expr, receiver, scope: ast.AST) -> int:
         """What an expression does (lambdas excluded), with a stack rather than recursion."""
         facts, stack = 0, [root]
         while stack:
             node = stack.pop()
             if not isinstance(node, ast.Lambda):
-                facts |= self._facts(node, owner)
+                facts |= self._facts(node, receiver, scope)
                 stack.extend(ast.iter_child_nodes(node))
         return facts
 
-    def _scan(self, node: ast.AST, owner) -> tuple[int, bool]:
+    def _scan(self, node: ast.AST, receiver, scope: ast.AST) -> tuple[int, bool]:
         """Facts of a statement and what it holds (definitions excluded); report its bad loops.
 
         Returns the facts, and whether a loop inside (or ``node`` itself) was reported.
         """
-        facts, reported = self._facts(node, owner), False
+        facts, reported = self._facts(node, receiver, scope), False
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, (*_FUNCTION_NODES, ast.ClassDef)):  # runs elsewhere: own scan
-                child_owner = child if isinstance(child, ast.ClassDef) else self.owner[child]
-                self._scan(child, child_owner)
+            if isinstance(child, _FUNCTION_NODES):  # runs elsewhere: its own scan
+                self._scan(child, self.receiver[child], child)
+            elif isinstance(child, ast.ClassDef):
+                self._scan(child, None, child)
             elif isinstance(child, ast.expr):
-                facts |= self._expression_facts(child, owner)
+                facts |= self._expression_facts(child, receiver, scope)
             else:
-                child_facts, child_reported = self._scan(child, owner)
+                child_facts, child_reported = self._scan(child, receiver, scope)
                 facts |= child_facts
                 reported |= child_reported
         if (
             isinstance(node, _LOOP_NODES)
-            and facts & (_BACKWARD | _STEP) == _BACKWARD | _STEP
-            and not facts & _CLEARS
+            and (
+                (facts & (_BACKWARD | _STEP) == _BACKWARD | _STEP and not facts & _CLEARS)
+                or facts & _BAD_CLOSURE
+            )
             and not reported
         ):
             self.found.append((node.lineno, node.col_offset, "TP103"))
             reported = True
         return facts, reported
+
+
+def _method_receiver(cls: ast.ClassDef, method: ast.AST) -> tuple[ast.ClassDef, str] | None:
+    """``(cls, name of the first parameter)`` for a method, None for a static method."""
+    positional = (*method.args.posonlyargs, *method.args.args)
+    decorators = {d.id if isinstance(d, ast.Name) else None for d in method.decorator_list}
+    if not positional or "staticmethod" in decorators:
+        return None
+    return cls, positional[0].arg
+
+
+def _zero_argument(call: ast.Call) -> bool:
+    """The call's only value is a literal ``0`` or ``0.0`` (``fill_(0)``, ``mul_(value=0.0)``)."""
+    values = [*call.args, *(k.value for k in call.keywords)]
+    return (
+        len(values) == 1
+        and isinstance(values[0], ast.Constant)
+        and type(values[0].value) in (int, float)
+        and values[0].value == 0
+    )
 
 
 def _is_grad(node: ast.expr) -> bool:

@@ -87,14 +87,14 @@ RULES: tuple[Rule, ...] = (
         "cross_entropy received probabilities (every row is non-negative and sums to 1), such as "
         "a softmax output; it applies log-softmax itself, so pass the logits",
         "cross_entropy 收到的是概率（每行非负且和为 1），例如 softmax 的输出；"
-        "它自己会做 log-softmax，应当直接传入 logits",
+        "它内部会先做 log-softmax，因此应直接传入 logits",
     ),
     _rule(
         "TP002",
         "guard",
         "cross-entropy-expects-logits",
         "non-negative input to NLL loss",
-        "NLL 损失的输入非负",
+        "传给 NLL 损失的输入全部非负",
         "nll_loss received an input with no negative value; it expects log-probabilities "
         "(log_softmax output, all <= 0), not probabilities or logits",
         "nll_loss 收到的输入没有任何负值；它期望的是对数概率（log_softmax 的输出，全部 <= 0），"
@@ -116,10 +116,10 @@ RULES: tuple[Rule, ...] = (
         "guard",
         "functional-dropout",
         "functional dropout active in eval mode",
-        "eval 模式下函数式 dropout 仍然生效",
+        "评估模式下函数式 Dropout 仍然生效",
         "F.dropout ran with training=True inside a module in eval mode: pass "
         "training=self.training, or use an nn.Dropout module",
-        "F.dropout 在处于 eval 模式的模块中以 training=True 运行：应传入 "
+        "F.dropout 在处于评估模式的模块中以 training=True 运行：应传入 "
         "training=self.training，或改用 nn.Dropout 模块",
     ),
     _rule(
@@ -130,27 +130,27 @@ RULES: tuple[Rule, ...] = (
         "上一步的梯度累加进下一步",
         "backward is adding to gradients left from before the last optimizer step: clear them "
         "once per step, with optimizer.zero_grad()",
-        "backward 正在把梯度累加到上一次优化器 step 之前留下的梯度上：每一步都应调用一次 "
-        "optimizer.zero_grad() 清零梯度",
+        "backward() 正在把梯度累加到上一次优化器更新之前遗留的梯度上：每个训练步都应调用一次 "
+        "optimizer.zero_grad() 清空梯度",
     ),
     _rule(
         "TP006",
         "guard",
         "interpolate-batch-dim",
         "unbatched image passed to interpolate",
-        "把不带批量维度的图像传给 interpolate",
+        "把不带批次维度的图像传给 interpolate",
         "F.interpolate received a 3-D tensor shaped like an image (C, H, W); it reads 3-D input "
         "as (N, C, L) and resizes only the last dimension: add a batch dimension with "
         "unsqueeze(0)",
         "F.interpolate 收到一个形如图像 (C, H, W) 的 3 维张量；它把 3 维输入当作 (N, C, L)，"
-        "只缩放最后一维：应先用 unsqueeze(0) 加上批量维度",
+        "只缩放最后一维：应先用 unsqueeze(0) 加上批次维度",
     ),
     _rule(
         "TP007",
         "note",
         "tensor-to-numpy",
         "NumPy conversion of a tensor that requires grad",
-        "把需要梯度的张量转换为 NumPy",
+        "把需要梯度的张量转换为 NumPy 数组",
         "a tensor that requires grad must leave the autograd graph first: use "
         "tensor.detach().cpu().numpy()",
         "需要梯度的张量必须先脱离计算图：应使用 tensor.detach().cpu().numpy()",
@@ -160,10 +160,11 @@ RULES: tuple[Rule, ...] = (
         "note",
         "tensor-to-numpy",
         "NumPy conversion of a CUDA tensor",
-        "把 CUDA 张量转换为 NumPy",
+        "把 CUDA 张量转换为 NumPy 数组",
         "NumPy arrays live in CPU memory: copy the tensor first with tensor.cpu() (and "
         "detach() it if it requires grad)",
-        "NumPy 数组位于 CPU 内存中：应先用 tensor.cpu() 复制张量（若它需要梯度，还要先 detach()）",
+        "NumPy 数组位于 CPU 内存中：应先用 tensor.cpu() 把张量复制到 CPU"
+        "（若它需要梯度，还要 detach()）",
     ),
     _rule(
         "TP009",
@@ -173,7 +174,7 @@ RULES: tuple[Rule, ...] = (
         "原地修改了为反向传播保存的张量",
         "an operation modified in place a tensor that autograd saved for the backward pass: "
         "use the out-of-place form (x = x * 2, not x.mul_(2)) or clone() first",
-        "某个操作原地修改了 autograd 为反向传播保存的张量：应改用非原地写法（x = x * 2，而不是 "
+        "某个操作原地修改了自动求导为反向传播保存的张量：应改用非原地写法（x = x * 2，而不是 "
         "x.mul_(2)），或先 clone()",
     ),
     _rule(
@@ -181,12 +182,12 @@ RULES: tuple[Rule, ...] = (
         "guard",
         "data-vs-detach",
         "in-place edit behind autograd's back",
-        "绕过 autograd 的原地修改",
+        "绕过自动求导的原地修改",
         "a tensor saved for backward was changed through .data or a NumPy view, which autograd "
-        "cannot see, so the gradient is computed from the changed values: edit a detach()ed "
-        "copy, or do it under torch.no_grad() on the tensor itself",
-        "为反向传播保存的张量经由 .data 或 NumPy 视图被修改，autograd 无从察觉，"
-        "梯度会按修改后的值计算：应修改 detach() 得到的副本，"
+        "cannot see, so the gradient is computed from the changed values: edit a copy made with "
+        "detach().clone(), or do it under torch.no_grad() on the tensor itself",
+        "为反向传播保存的张量经由 .data 或 NumPy 视图被修改，自动求导无从察觉，"
+        "梯度会按修改后的值计算：应修改 detach().clone() 得到的副本，"
         "或在 torch.no_grad() 下直接修改张量本身",
         default=False,
     ),
@@ -209,7 +210,7 @@ RULES: tuple[Rule, ...] = (
         "函数式 dropout 未传 training=",
         "F.dropout and its family default to training=True, even in eval mode: pass "
         "training=self.training",
-        "F.dropout 及同类函数默认 training=True，在 eval 模式下也照样生效：应传入 "
+        "F.dropout 及同类函数默认 training=True，在评估模式下也照样生效：应传入 "
         "training=self.training",
     ),
     _rule(
@@ -217,10 +218,10 @@ RULES: tuple[Rule, ...] = (
         "lint",
         "backward-step-zero-grad",
         "training loop that never clears gradients",
-        "训练循环从不清零梯度",
+        "训练循环从不清空梯度",
         "this loop calls backward() and step() but never clears the gradients, so every step "
         "adds up all earlier gradients: call optimizer.zero_grad() in the loop",
-        "这个循环调用了 backward() 和 step()，却从不清零梯度，每一步都会累加之前所有的梯度："
+        "这个循环调用了 backward() 和 step()，却从不清空梯度，每一步都会叠加之前所有步的梯度："
         "应在循环中调用 optimizer.zero_grad()",
     ),
     _rule(
@@ -230,9 +231,9 @@ RULES: tuple[Rule, ...] = (
         "edit through .data",
         "经由 .data 修改张量",
         "an in-place edit through .data is invisible to autograd: edit the tensor itself under "
-        "torch.no_grad(), where autograd sees it, or edit a detach()ed copy",
-        "经由 .data 的原地修改对 autograd 不可见：应在 torch.no_grad() 下直接修改张量本身"
-        "（autograd 能察觉），或修改 detach() 得到的副本",
+        "torch.no_grad(), where autograd sees it, or edit a copy made with detach().clone()",
+        "经由 .data 的原地修改对自动求导不可见：应在 torch.no_grad() 下直接修改张量本身"
+        "（自动求导能察觉），或修改 detach().clone() 得到的副本",
         default=False,
     ),
 )

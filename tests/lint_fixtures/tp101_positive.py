@@ -90,3 +90,38 @@ def other_rule_noqa(logits, y):
 
 module_probs = F.softmax(torch.randn(4, 3), dim=1)
 module_loss = F.cross_entropy(module_probs, torch.tensor([0, 1, 2, 0]))  # expect: TP101
+
+
+def softmax_on_one_path(model, x, y, calibrated):
+    # both branches flow on: a softmax on some path is reported
+    out = model(x)
+    if calibrated:
+        out = out.softmax(dim=1)
+    return F.cross_entropy(out, y)  # expect: TP101
+
+
+def softmax_after_a_returning_branch(model, x, y):
+    out = model(x)
+    if y is None:
+        out = out.log_softmax(1)
+        return out
+    else:
+        out = out.softmax(1)
+    return F.nll_loss(out, y)  # expect: TP101
+
+
+def softmax_kept_by_the_other_branch(logits, y, raw):
+    probs = F.softmax(logits, 1)
+    if raw:
+        probs = logits
+    return F.cross_entropy(probs, y)  # expect: TP101
+
+
+def criterion_agreed_by_both_branches(logits, y, weighted, w):
+    if weighted:
+        criterion = nn.CrossEntropyLoss(weight=w)
+        scale = 1.0
+    else:
+        criterion = nn.CrossEntropyLoss()
+        scale = 0.5
+    return scale * criterion(F.softmax(logits, 1), y)  # expect: TP101

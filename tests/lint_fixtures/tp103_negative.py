@@ -139,3 +139,60 @@ def suppressed(model, optimizer, loader):
     for x, y in loader:  # noqa: TP103
         F.cross_entropy(model(x), y).backward()
         optimizer.step()
+
+
+class RenamedSelf:
+    def _reset(self):
+        self.optimizer.zero_grad()
+
+    def fit(trainer, loader):  # the first parameter is self, under another name
+        for x, y in loader:
+            trainer._reset()
+            trainer.loss(x, y).backward()
+            trainer.optimizer.step()
+
+
+def foreach_zero(model, optimizer, loader):
+    for x, y in loader:
+        grads = [p.grad for p in model.parameters() if p.grad is not None]
+        torch._foreach_zero_(grads)
+        F.cross_entropy(model(x), y).backward()
+        optimizer.step()
+
+
+def fill_and_mul_by_zero(model, optimizer, loader):
+    for x, y in loader:
+        for p in model.parameters():
+            if p.grad is not None:
+                p.grad.fill_(0)
+        F.cross_entropy(model(x), y).backward()
+        optimizer.step()
+    for x, y in loader:
+        for p in model.parameters():
+            p.grad.data.mul_(0.0)
+        F.cross_entropy(model(x), y).backward()
+        optimizer.step()
+
+
+def lbfgs_closure_in_the_function(model, x, y):
+    optimizer = torch.optim.LBFGS(model.parameters())
+
+    def closure():
+        optimizer.zero_grad()
+        loss = F.mse_loss(model(x), y)
+        loss.backward()
+        return loss
+
+    for _ in range(10):
+        optimizer.step(closure)
+    for _ in range(10):
+        optimizer.step(closure=closure)
+
+
+def lbfgs_closure_clearing_through_a_helper(model, optimizer, x, y):
+    def closure():
+        clear(optimizer)
+        F.mse_loss(model(x), y).backward()
+
+    for _ in range(10):
+        optimizer.step(closure)

@@ -112,3 +112,45 @@ def wrong_noqa(model, optimizer, loader):
 for x, y in []:  # expect: TP103
     F.cross_entropy(x, y).backward()
     torch.optim.SGD([], lr=0.1).step()
+
+
+class RenamedSelf:
+    def training_step(trainer, x, y):
+        F.cross_entropy(trainer.model(x), y).backward()
+        trainer.optimizer.step()
+
+    def fit(trainer, loader):
+        for x, y in loader:  # expect: TP103
+            trainer.training_step(x, y)
+
+
+def multiplied_but_not_by_zero(model, optimizer, loader):
+    for x, y in loader:  # expect: TP103
+        for p in model.parameters():
+            p.grad.mul_(0.5)
+            p.grad.fill_(1)
+        F.cross_entropy(model(x), y).backward()
+        optimizer.step()
+
+
+def lbfgs_closure_in_the_loop(model, x, y):
+    # the closure runs several times per step: it must clear gradients itself
+    optimizer = torch.optim.LBFGS(model.parameters())
+    optimizer.zero_grad()
+    for _ in range(10):  # expect: TP103
+
+        def closure():
+            loss = F.mse_loss(model(x), y)
+            loss.backward()
+            return loss
+
+        optimizer.step(closure)
+
+
+def lbfgs_cleared_outside_the_closure(model, optimizer, x, y):
+    def closure():
+        F.mse_loss(model(x), y).backward()
+
+    for _ in range(10):  # expect: TP103
+        optimizer.zero_grad()  # once per step, but LBFGS calls the closure several times
+        optimizer.step(closure=closure)
