@@ -377,9 +377,9 @@ def _rules_directive():
             table += group
             group.extend(nodes.colspec(colwidth=width) for width in (2, 3, 2, 8, 5))
 
-            def entry(*children, untranslatable=True):
+            def entry(*children):
                 paragraph = nodes.paragraph("", "", *children)
-                paragraph["translatable"] = not untranslatable
+                paragraph["translatable"] = False  # the registry has both languages
                 cell = nodes.entry()
                 cell += paragraph
                 return cell

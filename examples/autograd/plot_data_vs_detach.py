@@ -166,7 +166,16 @@ torch.testing.assert_close(a.grad, expected_grad)
 # The hooks that ``TP010`` puts on saved tensors switch off autograd's own version check, so it
 # makes that check itself (the edit through ``detach()`` still raises), and it leaves out module
 # buffers, such as the running statistics that BatchNorm updates in place.
-#
+
+with guards(enable=["TP010"], language="en"):
+    b = torch.tensor([1.0, 2.0, 3.0], device=device, requires_grad=True)
+    out_b = b.sigmoid()
+    _ = out_b.detach().zero_()
+    with expect_raises(RuntimeError, "is at version 1; expected version 0") as caught:
+        out_b.sum().backward()
+assert caught.exception.__notes__[0].startswith("TP009 ")
+
+# %%
 # Takeaway
 # --------
 #

@@ -175,6 +175,11 @@ _DROPOUT_MODULES = (nn.modules.dropout._DropoutNd,)
 _IMAGE_CHANNELS = (1, 3, 4)
 
 
+def _input(args, kwargs):
+    """The first argument of a torch function, given by position or as ``input=``."""
+    return args[0] if args else kwargs.get("input")
+
+
 def _bind(func, args, kwargs) -> dict:
     bound = _SIGNATURES[func].bind(*args, **kwargs)
     bound.apply_defaults()
@@ -299,8 +304,11 @@ class Guards:
         """The full message of a rule in this guard's language: ``"ID message → URL"``."""
         return _rules.describe(rule_id, language=self.language, base_url=self.base_url)
 
+    def _silenced(self, rule_id: str) -> bool:
+        return rule_id not in self.active_ids or rule_id in self.allowed | _ALLOWED.get()
+
     def _flag(self, rule_id: str, place: _Place | None = None) -> None:
-        if rule_id not in self.active_ids or rule_id in self.allowed | _ALLOWED.get():
+        if self._silenced(rule_id):
             return
         place = place or _user_place()
         filename = place.filename if place else ""
@@ -332,7 +340,7 @@ class Guards:
             rule_id = "TP006"
         else:
             return
-        if rule_id not in self.active_ids or rule_id in self.allowed | _ALLOWED.get():
+        if self._silenced(rule_id):
             return
         note = self.message(rule_id)
         if note not in getattr(error, "__notes__", ()):
@@ -344,7 +352,7 @@ class Guards:
     # -- checks on torch functions ------------------------------------------------------------
 
     def _check_cross_entropy(self, func, args, kwargs) -> None:
-        logits = args[0] if args else kwargs.get("input")
+        logits = _input(args, kwargs)
         if not isinstance(logits, torch.Tensor) or not logits.is_floating_point():
             return
         if logits.numel() == 0:
@@ -362,7 +370,7 @@ class Guards:
             self._flag("TP001")
 
     def _check_nll_loss(self, func, args, kwargs) -> None:
-        log_probs = args[0] if args else kwargs.get("input")
+        log_probs = _input(args, kwargs)
         if not isinstance(log_probs, torch.Tensor) or not log_probs.is_floating_point():
             return
         if log_probs.numel() and bool((log_probs.detach() >= 0).all()):
@@ -371,7 +379,7 @@ class Guards:
     @staticmethod
     def _unbatched_image_error(error: BaseException, args, kwargs) -> bool:
         """PyTorch's own refusal of a 3-D input with a 2-D size or a 2-D-only mode."""
-        image = args[0] if args else kwargs.get("input")
+        image = _input(args, kwargs)
         if not isinstance(image, torch.Tensor) or image.dim() != 3:
             return False
         text = str(error)

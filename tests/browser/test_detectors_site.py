@@ -3,7 +3,6 @@ local copy of the site; the rule table is on the Detectors page of each language
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 import urllib.request
 
@@ -11,12 +10,9 @@ import pytest
 
 from .conftest import HTML, ROOT
 
-# The registry is standard library only: load it from the source tree (no torch in this env).
-_spec = importlib.util.spec_from_file_location(
-    "pitfall_rules", ROOT / "src" / "torch_pitfalls" / "rules.py"
-)
-rules = sys.modules["pitfall_rules"] = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(rules)
+# The registry is standard library only, and the package imports lazily: no torch needed here.
+sys.path.insert(0, str(ROOT / "src"))
+from torch_pitfalls import rules  # noqa: E402
 
 
 @pytest.mark.parametrize("language", rules.LANGUAGES)
