@@ -55,7 +55,7 @@ nitpicky = True
 intersphinx_mapping = {
     "python": ("https://docs.python.org/3.11/", str(DOCS / "_inventories" / "python.inv")),
     "torch": (
-        "https://docs.pytorch.org/docs/stable/",
+        pitfalls_sphinx.TORCH_DOCS,
         str(
             pitfalls_sphinx.compile_inventory(
                 DOCS / "_inventories" / "torch.txt", DOCS / "_build" / "inventories" / "torch.inv"

@@ -116,3 +116,17 @@ def test_chinese_queries_are_split_into_bigrams():
     assert pitfalls_sphinx.cjk_bigrams("梯度累积") == ["梯度", "度累", "累积"]
     assert pitfalls_sphinx.cjk_bigrams("计算图 backward") == ["计算", "算图"]
     assert pitfalls_sphinx.cjk_bigrams("用") == ["用"]
+
+
+def test_read_the_docs_publishes_the_build_root_where_the_detectors_link():
+    """.readthedocs.yaml checks the serving address first and uploads docs/_build/html as the root."""
+    import published_url
+
+    from torch_pitfalls import rules
+
+    steps = (ROOT / ".readthedocs.yaml").read_text(encoding="utf-8").split("html:", 1)[1]
+    commands = [line.strip().removeprefix("- ") for line in steps.splitlines() if line.strip()]
+    assert commands[0] == "python docs/_ext/published_url.py"
+    assert commands[-1] == "cp -r docs/_build/html/. $READTHEDOCS_OUTPUT/html/"
+    assert published_url.mismatch(rules.BASE_URL + "/", rules.BASE_URL) is None
+    assert published_url.mismatch(rules.BASE_URL + "/en/latest/", rules.BASE_URL)

@@ -1,18 +1,31 @@
-"""Offline link check of the built site with LinkChecker (the end of ``nox -s browser``).
+"""Offline link check of the built site (the end of ``nox -s browser``).
 
-Checks every internal link and anchor of both languages, starting from the root page; external
-links are not fetched (the build machine has no network) but listed at the end. Exit status 1
-when a link or anchor is broken.
+Two passes over both languages:
+
+1. LinkChecker, starting from the root page: every internal link and anchor must resolve.
+2. Every external link, read from the HTML itself (the build machine has no network, so they are
+   not fetched): none may hold a placeholder (``$``), links into PyTorch's docs must have the shape
+   those docs give the object (:func:`pitfalls_sphinx.torch_uri_problem`), and none may be a bare
+   URL (a link whose text is its own address). The links are printed counted by host.
+
+Exit status 1 when any check fails.
 """
 
 from __future__ import annotations
 
+import collections
 import csv
 import os
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
+from html.parser import HTMLParser
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from pitfalls_sphinx import TORCH_DOCS, torch_uri_problem  # noqa: E402
 
 CONFIG = """\
 [checking]
@@ -25,7 +38,94 @@ checkextern=0
 """
 
 
-def main(html: Path) -> int:
+@dataclass(frozen=True)
+class Link:
+    """One ``<a href>`` of the built site: its address, its text and the page it is on."""
+
+    url: str
+    text: str
+    page: str
+
+
+class _Anchors(HTMLParser):
+    def __init__(self, page: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.page, self.links, self._open = page, [], []
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "a":
+            self._open.append([dict(attrs).get("href") or "", ""])
+
+    def handle_data(self, data):
+        for link in self._open:
+            link[1] += data
+
+    def handle_endtag(self, tag):
+        if tag == "a" and self._open:
+            href, text = self._open.pop()
+            if href.startswith(("http://", "https://")):
+                self.links.append(Link(href, " ".join(text.split()), self.page))
+
+
+def external_links(html: Path) -> list[Link]:
+    """Every external ``<a href>`` of the HTML pages under ``html``, in file order."""
+    links = []
+    for path in sorted(html.rglob("*.html")):
+        parser = _Anchors(path.relative_to(html).as_posix())
+        parser.feed(path.read_text(encoding="utf-8"))
+        links.extend(parser.links)
+    return links
+
+
+def link_problem(link: Link) -> str | None:
+    """What is wrong with one external link, or ``None``.
+
+    >>> link_problem(Link("https://docs.pytorch.org/docs/stable/generated/$.html#torch.nn.ReLU",
+    ...                   "ReLU", "x.html"))
+    "placeholder '$' left in 'generated/$.html#torch.nn.ReLU'"
+    >>> link_problem(Link("https://github.com/pytorch/pytorch/pull/1",
+    ...                   "https://github.com/pytorch/pytorch/pull/1", "x.html"))
+    'bare URL: name the link'
+    >>> link_problem(Link("https://docs.pytorch.org/docs/stable/generated/torch.nn.ReLU.html"
+    ...                   "#torch.nn.ReLU", "ReLU", "x.html"))
+    """
+    if "$" in link.url or "%24" in link.url:
+        if link.url.startswith(TORCH_DOCS):
+            return torch_uri_problem("", "", link.url.removeprefix(TORCH_DOCS))
+        return f"placeholder '$' left in {link.url!r}"
+    text = link.text.rstrip("/")
+    if text.startswith(("http://", "https://", "www.")) or text == link.url.rstrip("/"):
+        return "bare URL: name the link"
+    if link.url.startswith(TORCH_DOCS):
+        relative = unquote(link.url.removeprefix(TORCH_DOCS))
+        page, _, anchor = relative.partition("#")
+        if page.startswith("generated/") and anchor:
+            return torch_uri_problem(anchor, "py:object", relative)
+        if page.startswith("generated/"):
+            return f"a generated page needs its object's anchor: {relative!r}"
+    return None
+
+
+def check_external(html: Path) -> int:
+    """Check and count the external links of the site under ``html``; the number of problems."""
+    links = external_links(html)
+    problems = [(link, link_problem(link)) for link in links]
+    problems = [(link, problem) for link, problem in problems if problem]
+    hosts = collections.Counter(urlsplit(link.url).netloc for link in links)
+    print(f"{len(links)} external links, not fetched (offline), by host:")
+    for host, count in hosts.most_common():
+        print(f"  {count:6d}  {host}")
+    print(f"{len(problems)} external links with a wrong shape:")
+    for link, problem in problems[:50]:
+        print(f"  {link.url} (in {link.page}): {problem}")
+    if len(problems) > 50:
+        print(f"  … and {len(problems) - 50} more")
+    return len(problems)
+
+
+def check_internal(html: Path) -> int:
+    """LinkChecker over the internal links and anchors; the number of broken ones (or 1 when
+    LinkChecker itself failed)."""
     with tempfile.TemporaryDirectory() as tmp:
         os.chmod(tmp, 0o777)  # as root, LinkChecker runs as user nobody, who must write here
         config, report = Path(tmp) / "linkcheckerrc", Path(tmp) / "links.csv"
@@ -36,14 +136,18 @@ def main(html: Path) -> int:
         with report.open(encoding="utf-8") as file:
             lines = [line for line in file if not line.startswith("#")]
     rows = list(csv.DictReader(lines, delimiter=";"))
-    external = sorted({r["urlname"] for r in rows if r["urlname"].startswith(("http:", "https:"))})
+    internal = [r for r in rows if not r["urlname"].startswith(("http:", "https:"))]
     broken = [r for r in rows if r["valid"] == "False"]
-    print(f"{len(rows)} links checked, {len(broken)} broken:")
+    print(f"{len(internal)} internal links checked, {len(broken)} broken:")
     for row in broken:
         print(f"  {row['urlname']} (in {row['parentname']}): {row['result']}")
-    print(f"{len(external)} external links, listed and not fetched:")
-    print("\n".join(f"  {url}" for url in external))
-    return 1 if broken or result.returncode else 0
+    return len(broken) or (1 if result.returncode else 0)
+
+
+def main(html: Path) -> int:
+    external = check_external(html)
+    internal = check_internal(html)
+    return 1 if external or internal else 0
 
 
 if __name__ == "__main__":

@@ -132,14 +132,67 @@ def invalidate_stale_examples() -> bool:
     return True
 
 
+#: Where PyTorch's documentation lives: the ``torch`` inventory's URIs are relative to it.
+TORCH_DOCS = "https://docs.pytorch.org/docs/stable/"
+
+
+def torch_uri_problem(name: str, role: str, uri: str) -> str | None:
+    """What is wrong with the URI of a PyTorch object, or ``None`` when it has PyTorch's shape.
+
+    PyTorch's docs give most objects a page of their own, ``generated/<name>.html#<name>``; a
+    method documented on its class's page is ``generated/<class>.html#<class>.<method>``; objects
+    documented with ``autoclass``/``autofunction`` on a topic page are ``<page>.html#<name>``; a
+    module is ``<page>.html#module-<module>``. The anchor is always the documented name (which is
+    ``name`` itself, or the name PyTorch documents an alias under); the one exception is an
+    attribute PyTorch describes only in prose, linked to that section (``autograd.html#autograd-graph``
+    for ``Tensor.grad_fn``).
+
+    >>> name, role = "torch.nn.Linear", "py:class"
+    >>> torch_uri_problem(name, role, "generated/torch.nn.Linear.html#torch.nn.Linear")
+    >>> torch_uri_problem(name, role, "generated/$.html#torch.nn.Linear")
+    "placeholder '$' left in 'generated/$.html#torch.nn.Linear'"
+    >>> print(torch_uri_problem(name, role, "generated/torch.nn.Conv2d.html#torch.nn.Linear"))
+    anchor 'torch.nn.Linear' is not on the page of 'torch.nn.Conv2d' (generated/<name>.html#<name>)
+    >>> print(torch_uri_problem("torch.nn", "py:module", "generated/torch.nn.html#torch.nn"))
+    a module is '<page>.html#module-torch.nn', got 'generated/torch.nn.html#torch.nn'
+
+    """
+    if "$" in uri or "%24" in uri:
+        return f"placeholder '$' left in {uri!r}"
+    page, hash_, anchor = uri.partition("#")
+    if not hash_ or not anchor or not page.endswith(".html") or "://" in page:
+        return f"expected 'PAGE.html#ANCHOR' relative to {TORCH_DOCS}, got {uri!r}"
+    if role == "py:module":
+        if anchor != f"module-{name}" or page.startswith("generated/"):
+            return f"a module is '<page>.html#module-{name}', got {uri!r}"
+        return None
+    if page.startswith("generated/"):
+        documented = page.removeprefix("generated/").removesuffix(".html")
+        if anchor != documented and not anchor.startswith(documented + "."):
+            return (
+                f"anchor {anchor!r} is not on the page of {documented!r} "
+                "(generated/<name>.html#<name>)"
+            )
+        return None
+    if "." not in anchor:  # a section: only for an attribute PyTorch describes in prose
+        if role != "py:attribute":
+            return f"{role} {name} needs an object anchor, got {uri!r}"
+        return None
+    if not anchor.startswith("torch."):
+        return f"anchor {anchor!r} is not a PyTorch name"
+    return None
+
+
 def compile_inventory(source: Path, target: Path) -> Path:
     """Compile the plain-text inventory ``source`` into a Sphinx ``objects.inv`` at ``target``.
 
-    ``source`` holds one object per line: ``NAME DOMAIN:ROLE URI`` (``$`` in URI stands for NAME);
-    blank lines and ``#`` comments are skipped.
+    ``source`` holds one object per line: ``NAME DOMAIN:ROLE URI``; blank lines and ``#`` comments
+    are skipped. Every ``$`` in URI is replaced by NAME here (Sphinx itself expands a ``$`` only
+    at the end of a URI, so ``generated/$.html#$`` would reach readers as it is).
 
     Raises:
-        ValueError: a line does not have three fields.
+        ValueError: a line does not have three fields, or its URI does not have the shape of
+            PyTorch's docs (:func:`torch_uri_problem`).
     """
     lines = []
     for number, line in enumerate(source.read_text(encoding="utf-8").splitlines(), 1):
@@ -150,6 +203,10 @@ def compile_inventory(source: Path, target: Path) -> Path:
         if len(fields) != 3:
             raise ValueError(f"{source}:{number}: expected 'NAME DOMAIN:ROLE URI', got {line!r}")
         name, role, uri = fields
+        uri = uri.replace("$", name)
+        problem = torch_uri_problem(name, role, uri)
+        if problem:
+            raise ValueError(f"{source}:{number}: {name}: {problem}")
         lines.append(f"{name} {role} 1 {uri} -")
     header = (
         "# Sphinx inventory version 2\n"
@@ -411,9 +468,9 @@ def _rules_directive():
 
 def _base_url_per_language(app, config) -> None:
     """``html_baseurl`` from the one setting of the detectors' URLs, per language."""
-    from torch_pitfalls.rules import BASE_URL
+    from torch_pitfalls.rules import site_url
 
-    config.html_baseurl = f"{BASE_URL}/{config.language or 'en'}/"
+    config.html_baseurl = f"{site_url()}/{config.language or 'en'}/"
 
 
 def _junit_per_language(app, config) -> None:

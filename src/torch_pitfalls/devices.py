@@ -33,8 +33,8 @@ def get_device(name: str | None = None) -> torch.device:
         ValueError: ``name`` (or the variable) is not ``cpu``, ``cuda`` or ``cuda:N``.
         RuntimeError: CUDA was asked for but is not available, or ``N`` is not a visible GPU.
 
-    Source: the device-agnostic idiom of PyTorch's "CUDA semantics" notes
-    (https://docs.pytorch.org/docs/stable/notes/cuda.html#device-agnostic-code).
+    Source: the device-agnostic idiom of PyTorch's `CUDA semantics
+    <https://docs.pytorch.org/docs/stable/notes/cuda.html#device-agnostic-code>`_ notes.
 
     >>> get_device("cpu")
     device(type='cpu')

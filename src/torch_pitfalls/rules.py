@@ -20,8 +20,15 @@ import os
 from dataclasses import dataclass
 
 BASE_URL = "https://torch-pitfalls.readthedocs.io"
-"""Where the site is published; the one setting behind every page URL (the docs' ``html_baseurl``
-too). Override it with the environment variable :data:`BASE_URL_ENV`."""
+"""Where the site is published: the address that serves the build's ``docs/_build/html`` folder,
+whose ``en/`` and ``zh_CN/`` folders hold the two languages. It is the one setting behind every
+page URL of the detectors and the docs' ``html_baseurl``; override it with the environment
+variable :data:`BASE_URL_ENV` (a mirror, a local build).
+
+Read the Docs serves a project under ``/<language>/<version>/`` by default; this address assumes
+the project's "URL versioning scheme" is set to "Single version without translations", which
+serves the uploaded folder at ``/``. The Read the Docs build checks that
+(``docs/_ext/published_url.py``) and fails otherwise."""
 
 BASE_URL_ENV = "TORCH_PITFALLS_BASE_URL"
 """Environment variable that overrides :data:`BASE_URL` (for a mirror or a local build)."""
@@ -305,11 +312,27 @@ def resolve_language(language: str | None = None) -> str:
     return "zh_CN" if current.lower().startswith("zh") else "en"
 
 
-def page_url(slug: str, *, language: str | None = None, base_url: str | None = None) -> str:
-    """URL of the page ``slug`` in ``language`` (see :func:`resolve_language`).
+def site_url(override: str | None = None) -> str:
+    """The site's address, without a trailing slash: ``override``, else the environment variable
+    :data:`BASE_URL_ENV`, else :data:`BASE_URL`.
 
-    ``base_url`` defaults to the environment variable :data:`BASE_URL_ENV`, else
-    :data:`BASE_URL`.
+    Raises:
+        ValueError: the address is not an ``http://`` or ``https://`` URL.
+
+    >>> site_url("https://example.org/pitfalls/")
+    'https://example.org/pitfalls'
+    """
+    base = (override or os.environ.get(BASE_URL_ENV, "").strip() or BASE_URL).rstrip("/")
+    if not base.startswith(("http://", "https://")):
+        raise ValueError(f"the site's base URL must start with http:// or https://, got {base!r}")
+    return base
+
+
+def page_path(slug: str, *, language: str | None = None) -> str:
+    """Where the page ``slug`` lies in the built site, relative to its root (``docs/_build/html``).
+
+    >>> page_path("functional-dropout", language="zh_CN")
+    'zh_CN/auto_examples/modules/plot_functional_dropout.html'
 
     Raises:
         KeyError: ``slug`` is not a page any rule points to.
@@ -317,10 +340,19 @@ def page_url(slug: str, *, language: str | None = None, base_url: str | None = N
     """
     if slug not in TOPICS:
         raise KeyError(f"no rule points to a page {slug!r}; known: {', '.join(TOPICS)}")
-    base = base_url or os.environ.get(BASE_URL_ENV, "").strip() or BASE_URL
-    lang = resolve_language(language)
     name = "plot_" + slug.replace("-", "_")
-    return f"{base.rstrip('/')}/{lang}/auto_examples/{TOPICS[slug]}/{name}.html"
+    return f"{resolve_language(language)}/auto_examples/{TOPICS[slug]}/{name}.html"
+
+
+def page_url(slug: str, *, language: str | None = None, base_url: str | None = None) -> str:
+    """URL of the page ``slug`` in ``language`` (see :func:`resolve_language`): the site's address
+    (:func:`site_url`) followed by :func:`page_path`.
+
+    Raises:
+        KeyError: ``slug`` is not a page any rule points to.
+        ValueError: ``language`` is not a site language, or the base URL is not a URL.
+    """
+    return f"{site_url(base_url)}/{page_path(slug, language=language)}"
 
 
 def describe(rule_id: str, *, language: str | None = None, base_url: str | None = None) -> str:

@@ -20,8 +20,8 @@ def seed_everything(seed: int = 0) -> torch.Generator:
         TypeError: ``seed`` is not an ``int`` (``bool`` is refused too).
         ValueError: ``seed`` is negative or not below 2**63.
 
-    Source: PyTorch's "Reproducibility" notes
-    (https://docs.pytorch.org/docs/stable/notes/randomness.html).
+    Source: PyTorch's `Reproducibility
+    <https://docs.pytorch.org/docs/stable/notes/randomness.html>`_ notes.
 
     >>> _ = seed_everything(0); a = torch.rand(2)
     >>> _ = seed_everything(0); torch.equal(a, torch.rand(2))

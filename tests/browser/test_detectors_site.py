@@ -27,6 +27,16 @@ def test_every_rule_links_to_a_built_page(site_url, rule, language):
 
 
 @pytest.mark.parametrize("language", rules.LANGUAGES)
+@pytest.mark.parametrize("rule", rules.RULES, ids=lambda r: r.id)
+def test_every_rule_url_is_a_page_where_the_site_is_published(rule, language, monkeypatch):
+    """The URL a user gets, with the default address: the host serves docs/_build/html there."""
+    monkeypatch.delenv(rules.BASE_URL_ENV, raising=False)
+    url = rules.page_url(rule.slug, language=language)
+    assert url.startswith(rules.BASE_URL + "/")
+    assert (HTML / url.removeprefix(rules.BASE_URL + "/")).is_file(), url
+
+
+@pytest.mark.parametrize("language", rules.LANGUAGES)
 def test_the_rule_table_lists_every_rule_in_its_language(page, site_url, language):
     page.goto(f"{site_url}/{language}/detectors.html")
     rows = page.locator("table.pitfalls-rules tbody tr")
