@@ -94,6 +94,6 @@ def device(request) -> str:
 
 def cuda_parts_reported(stdout: str) -> int:
     """How many CUDA sections a CPU run reported: from their recording, or as not run."""
-    return stdout.count("Not run in this build: ") + stdout.count(
-        "[Not run in this build, which has no GPU"
-    )
+    from torch_pitfalls import recording
+
+    return len(recording.NOT_RUN.findall(stdout)) + len(recording.RECORDED_HEADER.findall(stdout))

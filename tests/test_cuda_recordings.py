@@ -50,17 +50,47 @@ def test_a_cpu_build_shows_the_recording_labelled_as_such(recordings, capsys):
         print("never printed on CPU") if live else None
     out = capsys.readouterr().out
     assert out.startswith("[Recorded on NVIDIA H200 (driver 570.1, CUDA 12.8, PyTorch 2.13.0)")
-    assert "[Not run in this build, which has no GPU" in out
-    assert out.endswith("42\n")
+    assert "not run in this build, which has no GPU" in out
+    assert out.endswith("42\n[End of the recorded output.]\n")
+    assert recording.split_recordings(out) == [("recorded", "42\n", HEADER)]
+
+
+def test_a_recording_without_a_final_newline_is_still_closed(recordings, capsys):
+    transcript = {**HEADER, "sections": {"the part": {"measured": False, "output": "42"}}}
+    (recordings / "x.json").write_text(json.dumps(transcript))
+    print("live before")
+    with cuda_section("cpu", "the part", slug="x"):
+        pass
+    print("live after")
+    parts = recording.split_recordings(capsys.readouterr().out)
+    assert [(kind, text) for kind, text, _ in parts] == [
+        ("live", "live before\n"),
+        ("recorded", "42\n"),
+        ("live", "live after\n"),
+    ]
+
+
+def test_an_unclosed_recording_is_a_clear_error():
+    with pytest.raises(ValueError, match="not closed"):
+        recording.split_recordings(recording.recorded_header(HEADER) + "\n42\n")
+
+
+def test_recording_labels_exist_in_both_languages():
+    assert recording.recording_label(HEADER, "en").startswith("Recorded on NVIDIA H200")
+    assert recording.recording_label(HEADER, "zh_CN").startswith("录制于 NVIDIA H200")
+    with pytest.raises(ValueError, match="language"):
+        recording.recording_label(HEADER, "fr")
 
 
 def test_without_a_recording_the_page_says_plainly_that_cuda_did_not_run(recordings, capsys):
     with cuda_section("cpu", "the part", slug="x"):
         pass
-    assert capsys.readouterr().out == (
-        "Not run in this build: the part needs CUDA, and no GPU was available. "
-        "No recording of it exists yet.\n"
+    out = capsys.readouterr().out
+    assert out == (
+        "[Not run in this build: the part needs CUDA, and no GPU was available. "
+        "No recording of it exists yet.]\n"
     )
+    assert recording.split_recordings(out) == [("not-run", "the part", {})]
 
 
 def test_a_recording_round_trips(recordings):

@@ -243,6 +243,44 @@ def test_translation_typography(path):
     assert not problems, "\n".join(problems)
 
 
+NAMED_LINKS_AND_CODE = re.compile(
+    r"`[^`<]+?\s*<[^>]+>`__?"  # reST named link
+    r"|\[[^\]]+\]\([^)]+\)"  # MyST named link
+    r"|``[^`]+``|`[^`]+`"  # inline literals and code spans
+)
+
+
+def bare_urls(text: str) -> list[str]:
+    """The URLs of ``text`` that a reader would see as addresses rather than as named links.
+
+    >>> bare_urls("see https://x.org/a（发布说明）")
+    ['https://x.org/a（发布说明）']
+    >>> bare_urls("see `the notes <https://x.org/a>`_ and [this](https://x.org/b)")
+    []
+    """
+    return re.findall(r"https?://\S+", NAMED_LINKS_AND_CODE.sub("", text))
+
+
+@pytest.mark.parametrize("path", CATALOGS, ids=catalog_id)
+def test_no_bare_url(path):
+    """Every URL in prose is a named link, in the English and in the Chinese: a bare URL reads
+    badly, and next to a full-width bracket it swallows the bracket into the address."""
+    problems = []
+    for entry in polib.pofile(str(path)).translated_entries():
+        for side, text in (("msgid", entry.msgid), ("msgstr", entry.msgstr)):
+            problems += [f"{side} {text[:60]!r}: {url}" for url in bare_urls(text)]
+    assert not problems, "\n".join(problems)
+
+
+def test_bare_urls_are_found():
+    assert bare_urls("见 https://github.com/pytorch/pytorch/releases/tag/v1.5（发布说明）") == [
+        "https://github.com/pytorch/pytorch/releases/tag/v1.5（发布说明）"
+    ]
+    assert bare_urls("见 `发布说明 <https://github.com/pytorch/pytorch/releases/tag/v1.5.0>`_") == []
+    assert bare_urls("见 [发布说明](https://github.com/pytorch/pytorch/releases/tag/v1.5.0)") == []
+    assert bare_urls("运行 ``pip install https://x.org/a.whl``") == []
+
+
 def test_a_rewritten_paragraph_keeps_its_translation_as_fuzzy():
     import sys
 

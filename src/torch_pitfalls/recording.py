@@ -12,9 +12,11 @@ Most builds of the site have no GPU. A page wraps each CUDA-only part in
 On CUDA the block runs and its output is shown as usual; with ``TORCH_PITFALLS_RECORD=1``
 (``nox -s cuda``) it is also written to the page's transcript, ``docs/cuda_recordings/<slug>.json``,
 with the GPU's name, the driver, CUDA and PyTorch versions and the date. Without CUDA the block
-is skipped and the recorded output is printed instead, under a header that says it is a
-recording — or, when none exists, a plain statement that the part did not run. Introduced on
-"index-select"; every page with a CUDA-only part uses it.
+is skipped and the recorded output is printed instead, between a line that says where and when
+it was recorded and a closing line — or, when none exists, a plain statement that the part did
+not run. The docs build shows each recording in a box of its own with a label in the page's
+language (:func:`split_recordings`, :func:`recording_label`). Introduced on "index-select";
+every page with a CUDA-only part uses it.
 """
 
 from __future__ import annotations
@@ -133,19 +135,129 @@ def save_section(section: Section, env: dict[str, str] | None = None) -> Path:
     return path
 
 
+RECORDED_HEADER = re.compile(
+    r"^\[Recorded on (?P<gpu>.+) \(driver (?P<driver>[^,]*), CUDA (?P<cuda>[^,]*), "
+    r"PyTorch (?P<torch>[^)]*)\), (?P<date>[^;]*); not run in this build, which has no GPU\. "
+    r"Recorded output:\]$",
+    re.MULTILINE,
+)
+"""The line that opens a recorded output (:func:`recorded_header`); the docs build finds it."""
+
+RECORDED_END = "[End of the recorded output.]"
+"""The line that closes a recorded output."""
+
+NOT_RUN = re.compile(
+    r"^\[Not run in this build: (?P<name>.+) needs CUDA, and no GPU was available\. "
+    r"No recording of it exists yet\.\]$",
+    re.MULTILINE,
+)
+"""The line printed for a CUDA section that neither ran nor has a recording."""
+
+
 def recorded_header(transcript: dict) -> str:
-    """The line that labels a recorded output: where and when it was recorded.
+    """The line that opens a recorded output: where and when it was recorded.
+
+    A script run on a machine without CUDA prints it, then the recording, then
+    :data:`RECORDED_END`. The docs build turns the three into a box of its own, labelled in the
+    page's language (:func:`recording_label`), so that no recording shares a block with live
+    output.
 
     >>> print(recorded_header({"gpu": "NVIDIA H200", "driver": "570.1", "cuda": "12.8",
     ...                        "torch": "2.13.0", "date": "2026-11-29"}))
-    [Recorded on NVIDIA H200 (driver 570.1, CUDA 12.8, PyTorch 2.13.0), 2026-11-29.]
-    [Not run in this build, which has no GPU: the output below is that recording.]
+    [Recorded on NVIDIA H200 (driver 570.1, CUDA 12.8, PyTorch 2.13.0), 2026-11-29; not run in this build, which has no GPU. Recorded output:]
     """
     return (
         f"[Recorded on {transcript['gpu']} (driver {transcript['driver']}, CUDA "
-        f"{transcript['cuda']}, PyTorch {transcript['torch']}), {transcript['date']}.]\n"
-        "[Not run in this build, which has no GPU: the output below is that recording.]"
+        f"{transcript['cuda']}, PyTorch {transcript['torch']}), {transcript['date']}; "
+        "not run in this build, which has no GPU. Recorded output:]"
     )
+
+
+def not_run_line(name: str) -> str:
+    """The line printed for a CUDA section without a recording, on a machine without CUDA."""
+    return (
+        f"[Not run in this build: {name} needs CUDA, and no GPU was available. "
+        "No recording of it exists yet.]"
+    )
+
+
+RECORDING_LABELS = {
+    "en": (
+        "Recorded on {gpu} (driver {driver}, CUDA {cuda}, PyTorch {torch}), {date}; "
+        "not re-run in this build, which has no GPU."
+    ),
+    "zh_CN": (
+        "录制于 {gpu}（驱动 {driver}，CUDA {cuda}，PyTorch {torch}），{date}；"
+        "本次构建没有 GPU，未重新运行。"
+    ),
+}
+NOT_RUN_LABELS = {
+    "en": "Not run in this build: this part needs CUDA, no GPU was available, "
+    "and no recording of it exists yet.",
+    "zh_CN": "本次构建未运行这一部分：它需要 CUDA，而构建时没有 GPU，目前也还没有它的录制结果。",
+}
+
+
+def recording_label(header: dict, language: str = "en") -> str:
+    """The label of a recorded output's box on a page, in the page's language.
+
+    Args:
+        header: the recording's ``gpu``, ``driver``, ``cuda``, ``torch`` and ``date`` (``str``
+            each), as in a transcript or as :data:`RECORDED_HEADER` reads them back.
+        language: ``"en"`` or ``"zh_CN"``.
+
+    Raises:
+        ValueError: ``language`` is not a site language.
+
+    >>> h = {"gpu": "NVIDIA H200", "driver": "570.1", "cuda": "12.8", "torch": "2.11.0",
+    ...      "date": "2026-11-29"}
+    >>> print(recording_label(h, "zh_CN"))
+    录制于 NVIDIA H200（驱动 570.1，CUDA 12.8，PyTorch 2.11.0），2026-11-29；本次构建没有 GPU，未重新运行。
+    """
+    if language not in RECORDING_LABELS:
+        raise ValueError(f"language must be one of {tuple(RECORDING_LABELS)}, got {language!r}")
+    return RECORDING_LABELS[language].format(**header)
+
+
+def split_recordings(text: str) -> list[tuple[str, str, dict]]:
+    r"""Cut a cell's printed output into live parts, recorded outputs and parts that did not run.
+
+    Returns:
+        ``(kind, text, header)`` triples in order: ``kind`` is ``"live"``, ``"recorded"`` or
+        ``"not-run"``; ``header`` holds the recording's fields (empty for the other kinds).
+        Empty live parts are left out.
+
+    Raises:
+        ValueError: a recorded output is not closed by :data:`RECORDED_END`.
+
+    >>> parts = split_recordings(
+    ...     "before\n" + recorded_header({"gpu": "G", "driver": "1", "cuda": "2", "torch": "3",
+    ...                                   "date": "d"}) + "\n42\n" + RECORDED_END + "\nafter\n")
+    >>> [(kind, text) for kind, text, _ in parts]
+    [('live', 'before\n'), ('recorded', '42\n'), ('live', 'after\n')]
+    """
+    parts: list[tuple[str, str, dict]] = []
+    position = 0
+    while True:
+        opened, missing = RECORDED_HEADER.search(text, position), NOT_RUN.search(text, position)
+        found = min((m for m in (opened, missing) if m), key=lambda m: m.start(), default=None)
+        if found is None:
+            break
+        if text[position : found.start()].strip():
+            parts.append(("live", text[position : found.start()], {}))
+        if found is missing:
+            parts.append(("not-run", found["name"], {}))
+            position = found.end() + 1
+            continue
+        end = text.find(RECORDED_END, found.end())
+        if end < 0:
+            raise ValueError(f"a recorded output is not closed by {RECORDED_END!r}")
+        header = {key: found[key] for key in ("gpu", "driver", "cuda", "torch", "date")}
+        parts.append(("recorded", text[found.end() + 1 : end], header))
+        position = end + len(RECORDED_END) + 1
+    if text[position:].strip():
+        parts.append(("live", text[position:], {}))
+    return parts
 
 
 class _Tee(io.TextIOBase):
@@ -190,13 +302,12 @@ def cuda_section(
         transcript = load_transcript(slug)
         recorded = (transcript or {}).get("sections", {}).get(name)
         if recorded is None:
-            print(
-                f"Not run in this build: {name} needs CUDA, and no GPU was available. "
-                "No recording of it exists yet."
-            )
+            print(not_run_line(name))
         else:
             print(recorded_header(transcript))
-            print(recorded["output"], end="")
+            output = recorded["output"]
+            print(output, end="" if output.endswith("\n") or not output else "\n")
+            print(RECORDED_END)
         return
     captured = io.StringIO()
     with contextlib.redirect_stdout(_Tee(sys.stdout, captured)):

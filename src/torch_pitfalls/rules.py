@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import locale
 import os
+import re
 from dataclasses import dataclass
 
 BASE_URL = "https://torch-pitfalls.readthedocs.io"
-"""Where the site is published: the address that serves the build's ``docs/_build/html`` folder,
-whose ``en/`` and ``zh_CN/`` folders hold the two languages. It is the one setting behind every
+"""The address where the site is published, which serves the build's ``docs/_build/html`` folder
+(its ``en/`` and ``zh_CN/`` folders hold the two languages). It is the one setting behind every
 page URL of the detectors and the docs' ``html_baseurl``; override it with the environment
 variable :data:`BASE_URL_ENV` (a mirror, a local build).
 
@@ -353,6 +354,33 @@ def page_url(slug: str, *, language: str | None = None, base_url: str | None = N
         ValueError: ``language`` is not a site language, or the base URL is not a URL.
     """
     return f"{site_url(base_url)}/{page_path(slug, language=language)}"
+
+
+def localize(text: str, language: str) -> str:
+    """``text`` with every English finding message (:func:`describe`) rewritten in ``language``.
+
+    The docs build runs each page once, with English messages, and shows its output in both
+    languages; on a Chinese page the messages, and the language of their page URLs, are Chinese.
+    Anything else in ``text`` is left as it is.
+
+    Raises:
+        ValueError: ``language`` is not a site language.
+
+    >>> english = describe("TP102", language="en", base_url="https://x.org")
+    >>> localize(f"PitfallWarning: {english}", "zh_CN")  # doctest: +ELLIPSIS
+    'PitfallWarning: TP102 F.dropout 及同类函数默认 training=True...→ https://x.org/zh_CN/auto_examples/...'
+    """
+    if language not in LANGUAGES:
+        raise ValueError(f"language must be one of {LANGUAGES}, got {language!r}")
+    if language == "en" or " → " not in text:
+        return text
+    for found in RULES:
+        pattern = re.compile(
+            re.escape(f"{found.id} {found.message['en']} → ") + r"(\S+?)/en/(auto_examples/\S+)"
+        )
+        replacement = f"{found.id} {found.message[language]} → \\1/{language}/\\2"
+        text = pattern.sub(lambda m, r=replacement: m.expand(r), text)
+    return text
 
 
 def describe(rule_id: str, *, language: str | None = None, base_url: str | None = None) -> str:
