@@ -16,7 +16,8 @@ gradient is now ``None`` rather than a tensor of zeros.
 
    * that :meth:`~torch.Tensor.backward` *adds* into :attr:`~torch.Tensor.grad`, and what
      :meth:`~torch.optim.Optimizer.step` does with it, checked number by number;
-   * why a network whose parameters all share one constant gets no gradient in its convolutions;
+   * why a network whose parameters all share one constant gets almost no gradient in its
+     convolutions today, and where the clearly non-zero ones of a classic write-up came from;
    * what changed in PyTorch 2.0 about ``zero_grad()``, and when ``set_to_none`` matters;
    * when :meth:`model.zero_grad() <torch.nn.Module.zero_grad>` and
      :meth:`optimizer.zero_grad() <torch.optim.Optimizer.zero_grad>` differ.
@@ -39,6 +40,8 @@ Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_ev
 # a linear classifier to 20 classes.
 # The batch is 8 images of 3×10×10 filled with ones, and every target is class 1.
 # Before any backward, no parameter has a gradient: :attr:`~torch.Tensor.grad` is ``None``.
+import inspect
+
 import torch
 import torch.nn.functional as F
 
@@ -106,14 +109,36 @@ assert all(n > 0 for n in grad_norms.values())
 # %%
 # :meth:`~torch.optim.Optimizer.step` applies ``w ← w − lr · grad`` to every parameter.
 # We check it against a copy of the weights taken just before the step.
+# As the classic write-up of this walkthrough does (next section), we also print one row of the
+# first filter, ``conv1.weight[0][0][0]``, before and after the step: with a learning rate of 1.0
+# the new row is the old row minus its gradient.
 
 weights_before = {name: p.detach().clone() for name, p in net.named_parameters()}
+print("conv1.weight[0][0][0] before the step:", net.conv1.weight[0][0][0])
+print("its gradient:                          ", net.conv1.weight.grad[0][0][0])
 optimizer.step()
+row_after = net.conv1.weight[0][0][0]
+print("conv1.weight[0][0][0] after the step: ", row_after)
 for name, p in net.named_parameters():
     torch.testing.assert_close(p.detach(), weights_before[name] - 1.0 * p.grad)
 changed = [name for name, p in net.named_parameters() if not torch.equal(p, weights_before[name])]
 print("parameters changed by the step:", changed)
 assert changed == [name for name, _ in net.named_parameters()]
+torch.testing.assert_close(
+    row_after.detach(), weights_before["conv1.weight"][0][0][0] - net.conv1.weight.grad[0][0][0]
+)
+
+# %%
+# The ``grad_fn`` printed with the rows belongs to the indexing, not to the weight.
+# The weight is a leaf tensor, with no ``grad_fn``; ``[0][0][0]`` makes a view of it by three
+# selections, and the last one is recorded as ``SelectBackward0``.
+# The classic write-up printed ``SelectBackward`` in the same place: this build names the node
+# ``SelectBackward0``.
+
+print("conv1.weight.grad_fn:", net.conv1.weight.grad_fn)
+print("conv1.weight[0][0][0].grad_fn:", row_after.grad_fn.name())
+assert net.conv1.weight.is_leaf and net.conv1.weight.grad_fn is None
+assert row_after.grad_fn.name() == "SelectBackward0"
 
 # %%
 # A learning rate of 1.0 is far too large for this network: the step overshoots, and the loss on
@@ -136,33 +161,48 @@ assert all(g is None for g in grads_after_zero_grad.values())
 # Every parameter set to one constant
 # -----------------------------------
 #
-# Classic write-ups of this walkthrough initialise every parameter to the same constant and print
-# clearly non-zero gradients for the convolutions.
-# We do the same with :func:`torch.nn.init.constant_` (the constant 0.01) and look at the largest
-# gradient of each parameter.
+# The classic write-up of this walkthrough, the Zhihu post
+# `浅谈 PyTorch 中的 tensor 及使用 <https://pythonjishu.com/nfhvamxjpajd>`_ (read here in a
+# copy that credits it), builds the same network with a classifier without bias, sets every
+# parameter to 0.1 and, after one backward, prints a row of ``conv1.weight.grad`` with entries of
+# about −0.08, then the same row of the weight after a step with learning rate 1.0.
+# Its tensors print with no device, so it ran on the CPU: this section runs on the CPU on every
+# build.
+# We set every parameter of :class:`~torch_pitfalls.TwoConvNet` to 0.1 with
+# :func:`torch.nn.init.constant_` (its classifier's bias too, which adds the same 0.1 to every
+# logit).
 # To see the gradient that reaches the features (the classifier's input), we run the layers one
 # by one and call :meth:`~torch.Tensor.retain_grad` on the features.
 
-const_net = TwoConvNet().to(device)
-for p in const_net.parameters():
-    torch.nn.init.constant_(p, 0.01)
-features = const_net.conv2(const_net.conv1(images)).flatten(1)
+cpu_images, cpu_targets = images.cpu(), targets.cpu()
+
+
+def constant_net():
+    """A TwoConvNet on the CPU with every parameter set to 0.1, as in the classic write-up."""
+    model = TwoConvNet()
+    for p in model.parameters():
+        torch.nn.init.constant_(p, 0.1)
+    return model
+
+
+const_net = constant_net()
+features = const_net.conv2(const_net.conv1(cpu_images)).flatten(1)
 features.retain_grad()
 const_logits = const_net.fc(features)
-F.cross_entropy(const_logits, targets).backward()
+F.cross_entropy(const_logits, cpu_targets).backward()
 const_max = {name: p.grad.abs().max().item() for name, p in const_net.named_parameters()}
 feature_grad_max = features.grad.abs().max().item()
+print("conv1.weight.grad[0][0][0]:", const_net.conv1.weight.grad[0][0][0])
 print("largest |grad| per parameter:", const_max)
 print("largest |grad| reaching the features:", feature_grad_max)
 
 # %%
-# The classifier gets real gradients; the convolutions get gradients that are smaller by many
-# orders of magnitude, at the level of float rounding.
-# The reason lies in the arithmetic, not in a PyTorch version.
+# **Today the classifier gets real gradients, and the convolutions get gradients smaller by many
+# orders of magnitude, at the level of float rounding**: nothing like the classic's −0.08.
 
 conv_to_fc = max(const_max["conv1.weight"], const_max["conv2.weight"]) / const_max["fc.weight"]
 print(f"largest conv |grad| / largest fc.weight |grad|: {conv_to_fc:.2e}")
-assert const_max["fc.weight"] > 0.1
+assert const_max["fc.weight"] > 1.0
 assert conv_to_fc < 1e-5
 assert feature_grad_max / const_max["fc.weight"] < 1e-5
 
@@ -180,29 +220,106 @@ assert feature_grad_max / const_max["fc.weight"] < 1e-5
 probs = const_logits.detach().softmax(dim=1)
 print("softmax of the first image:", probs[0])
 torch.testing.assert_close(probs, torch.full_like(probs, 1 / 20))
-sum_p_minus_y = (probs - F.one_hot(targets, 20)).sum(dim=1)
+sum_p_minus_y = (probs - F.one_hot(cpu_targets, 20)).sum(dim=1)
 print("sum over classes of p − y, per image:", sum_p_minus_y)
 assert sum_p_minus_y.abs().max() < 1e-6
 
 # %%
-# The argument needs the classifier's rows to be identical.
-# Give the classifier its random default initialisation and set only the convolutions to the
-# constant: now the convolutions get clearly non-zero gradients.
-# That is one way a write-up could have printed non-zero convolution gradients; we cannot tell
-# what the classic ones actually ran.
+# Where the classic's gradients came from
+# ---------------------------------------
+#
+# Not from another initialisation or another network: from float32 rounding in the CPU
+# :func:`~torch.nn.functional.log_softmax` of its time, which
+# :func:`~torch.nn.functional.cross_entropy` applies before
+# :func:`~torch.nn.functional.nll_loss`.
+# The logits of this network are large, and float32 numbers that large are ``2⁻¹⁰`` (about
+# 0.001) apart.
 
-seed_everything(0)
-mixed_net = TwoConvNet().to(device)
-torch.nn.init.constant_(mixed_net.conv1.weight, 0.01)
-torch.nn.init.constant_(mixed_net.conv2.weight, 0.01)
-F.cross_entropy(mixed_net(images), targets).backward()
-mixed_max = {name: p.grad.abs().max().item() for name, p in mixed_net.named_parameters()}
-mixed_conv_to_fc = (
-    max(mixed_max["conv1.weight"], mixed_max["conv2.weight"]) / mixed_max["fc.weight"]
+assert torch.equal(
+    F.cross_entropy(const_logits, cpu_targets),
+    F.nll_loss(F.log_softmax(const_logits, dim=1), cpu_targets),
 )
-print("largest |grad| per parameter:", mixed_max)
-print(f"largest conv |grad| / largest fc.weight |grad|: {mixed_conv_to_fc:.2e}")
-assert mixed_conv_to_fc > 1e-3
+logit = const_logits[0, 0].detach()
+spacing = (torch.nextafter(logit, torch.tensor(float("inf"))) - logit).item()
+print(f"a logit: {logit.item()}   spacing of float32 numbers there: {spacing}")
+assert spacing == 2**-10
+
+# %%
+# ``log_softmax`` subtracts the log-sum-exp, ``max + log Σ exp(x − max)``, from every logit
+# ``x``.
+# The CPU kernel of the time added ``max`` and the logarithm first, so the log-sum-exp, a number
+# near 9833, was rounded to a multiple of ``2⁻¹⁰``, and every log-probability inherited that
+# error.
+# `PR 21672 <https://github.com/pytorch/pytorch/pull/21672>`_, opened in June 2019 to fix
+# `issue 11752 <https://github.com/pytorch/pytorch/issues/11752>`_ (a wrong cross-entropy for
+# large logits), changed the kernel to compute ``x − max − log Σ exp(x − max)``: the large numbers
+# cancel before anything is rounded.
+# ``OldCpuLogSoftmax`` below redoes the old computation in float32, with the backward formula of
+# the kernel, ``grad − exp(output) · Σ grad``.
+
+
+class OldCpuLogSoftmax(torch.autograd.Function):
+    """log_softmax over dim 1, computed as the CPU kernel did before PR 21672 (float32)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        x_max = x.amax(dim=1, keepdim=True)
+        log_sum_exp = (x - x_max).exp().sum(dim=1, keepdim=True).log() + x_max  # rounded here
+        output = x - log_sum_exp
+        ctx.save_for_backward(output)
+        return output
+
+    @staticmethod
+    def backward(ctx, grad):
+        (output,) = ctx.saved_tensors
+        return grad - output.exp() * grad.sum(dim=1, keepdim=True)
+
+
+old_net = constant_net()
+old_log_probs = OldCpuLogSoftmax.apply(old_net(cpu_images))
+F.nll_loss(old_log_probs, cpu_targets).backward()
+today_log_probs = F.log_softmax(const_logits.detach(), dim=1)
+print("log-probability of every class, old kernel:", old_log_probs[0, 0].item())
+print("log-probability of every class, today:     ", today_log_probs[0, 0].item())
+old_prob_sum = old_log_probs[0].detach().exp().sum().item()
+print("the 20 probabilities add up to, old kernel:", old_prob_sum)
+
+# %%
+# The old log-probability is a multiple of ``2⁻¹⁰``, about 0.0004 away from today's, and the 20
+# probabilities add up to about 0.9996 instead of one.
+# Today's log-probabilities of these logits are exactly those of 20 logits equal to zero: the
+# size of the logits no longer matters.
+
+for log_probs in (old_log_probs, today_log_probs):
+    assert (log_probs == log_probs[0, 0]).all()  # the same for every class and every image
+assert torch.equal(old_log_probs * 1024, (old_log_probs * 1024).round())
+log_prob_gap = (old_log_probs - today_log_probs).detach().abs()
+assert log_prob_gap.min() > 3e-4 and log_prob_gap.max() < 5e-4
+assert 0.9995 < old_prob_sum < 0.9997
+assert torch.equal(today_log_probs, F.log_softmax(torch.zeros_like(today_log_probs), dim=1))
+
+# %%
+# The missing 0.0004 of probability is what the identical classifier rows no longer cancel: it
+# flows back to the convolutions.
+# **The old kernel's rounding reproduces the classic's numbers to every printed digit**, and
+# today's gradients are smaller by more than four orders of magnitude.
+# The classic's values are typed in from the write-up; ours are computed.
+
+CLASSIC_CONV1_GRAD = torch.tensor([-0.0782, -0.0842, -0.0782])  # printed by the write-up
+CLASSIC_CONV1_AFTER_STEP = torch.tensor([0.1782, 0.1842, 0.1782])  # printed by the write-up
+old_row_grad = old_net.conv1.weight.grad[0][0][0]
+print("conv1.weight.grad[0][0][0], old kernel:", old_row_grad)
+print("conv1.weight.grad[0][0][0], classic:   ", CLASSIC_CONV1_GRAD)
+print("conv1.weight.grad[0][0][0], today:     ", const_net.conv1.weight.grad[0][0][0])
+torch.optim.SGD(old_net.parameters(), lr=1.0).step()
+old_row_after = old_net.conv1.weight[0][0][0]
+print("conv1.weight[0][0][0] after the step, old kernel:", old_row_after)
+print("conv1.weight[0][0][0] after the step, classic:   ", CLASSIC_CONV1_AFTER_STEP)
+torch.testing.assert_close(old_row_grad, CLASSIC_CONV1_GRAD, rtol=0, atol=5e-5)
+torch.testing.assert_close(old_row_after.detach(), CLASSIC_CONV1_AFTER_STEP, rtol=0, atol=5e-5)
+today_to_old = const_max["conv1.weight"] / old_net.conv1.weight.grad.abs().max().item()
+print(f"largest conv1 |grad|, today / old kernel: {today_to_old:.1e}")
+assert today_to_old < 1e-4
 
 # %%
 # The walkthrough above used the seeded default initialisation instead, which gives every layer a
@@ -211,10 +328,22 @@ assert mixed_conv_to_fc > 1e-3
 # Changed in PyTorch 2.0: cleared gradients are ``None``
 # ------------------------------------------------------
 #
-# Since PyTorch 2.0, :meth:`~torch.optim.Optimizer.zero_grad` and
-# :meth:`~torch.nn.Module.zero_grad` default to ``set_to_none=True``: they set
-# :attr:`~torch.Tensor.grad` to ``None`` instead of filling it with zeros
-# (`release notes <https://github.com/pytorch/pytorch/releases/tag/v2.0.0>`_).
+# Since PyTorch 2.0, both :meth:`Optimizer.zero_grad() <torch.optim.Optimizer.zero_grad>` and
+# :meth:`Module.zero_grad() <torch.nn.Module.zero_grad>` default to ``set_to_none=True``: they
+# set :attr:`~torch.Tensor.grad` to ``None`` instead of filling it with zeros
+# (`release notes <https://github.com/pytorch/pytorch/releases/tag/v2.0.0>`_,
+# `PR 92731 <https://github.com/pytorch/pytorch/pull/92731>`_, one change for both).
+# The classic write-up printed a row of zeros after ``optimizer.zero_grad()``; today there is no
+# row to print.
+
+set_to_none_defaults = {
+    f"{cls.__name__}.zero_grad": inspect.signature(cls.zero_grad).parameters["set_to_none"].default
+    for cls in (torch.optim.Optimizer, torch.nn.Module)
+}
+print("default of set_to_none:", set_to_none_defaults)
+assert set_to_none_defaults == {"Optimizer.zero_grad": True, "Module.zero_grad": True}
+
+# %%
 # **Code that reads or edits** ``.grad`` **after** ``zero_grad()`` **now finds** ``None``, for
 # example an old loop that zeroes gradients by hand:
 
@@ -228,9 +357,10 @@ with expect_raises(AttributeError, "'NoneType' object has no attribute 'zero_'")
 # Such code should check ``p.grad is not None`` first, or ask for zeros with
 # ``zero_grad(set_to_none=False)``.
 # The two settings also differ for the optimizer: it skips every parameter whose gradient is
-# ``None``, but a gradient of zeros is a real gradient.
-# For plain SGD a zero gradient changes nothing, but SGD with momentum and Adam keep moving the
-# weights with the state they carry from earlier steps.
+# ``None``, but a gradient of zeros is a real gradient, and a step with it is not always a no-op.
+# Plain SGD, without momentum or weight decay, moves the weights by ``lr · 0`` and leaves them
+# where they are; weight decay adds ``weight_decay · w`` to the zero gradient and shrinks them;
+# momentum and Adam keep moving them with the state they carry from earlier steps.
 # We take one real step, clear, and call :meth:`~torch.optim.Optimizer.step` again.
 
 
@@ -249,6 +379,7 @@ def moves_after_clearing(make_optimizer, set_to_none):
 
 optimizers = {
     "SGD": lambda params: torch.optim.SGD(params, lr=1.0),
+    "SGD, weight_decay=0.1": lambda params: torch.optim.SGD(params, lr=1.0, weight_decay=0.1),
     "SGD, momentum=0.9": lambda params: torch.optim.SGD(params, lr=1.0, momentum=0.9),
     "Adam": lambda params: torch.optim.Adam(params, lr=1e-3),
 }
@@ -258,11 +389,13 @@ moves = {
     for set_to_none in (True, False)
 }
 for (name, set_to_none), moved in moves.items():
-    print(f"{name:18} set_to_none={set_to_none!s:5}  weights move on the next step: {moved}")
+    print(f"{name:22} set_to_none={set_to_none!s:5}  weights move on the next step: {moved}")
 assert not any(moved for (_, set_to_none), moved in moves.items() if set_to_none)
 assert moves == {
     ("SGD", True): False,
     ("SGD", False): False,
+    ("SGD, weight_decay=0.1", True): False,
+    ("SGD, weight_decay=0.1", False): True,
     ("SGD, momentum=0.9", True): False,
     ("SGD, momentum=0.9", False): True,
     ("Adam", True): False,
@@ -272,7 +405,8 @@ assert moves == {
 # %%
 # In an ordinary loop every parameter gets a fresh gradient at every step, so this difference
 # matters for parameters that got no gradient in this step (a frozen layer, an unused branch).
-# There, ``None`` means "leave this parameter alone" and zeros mean "step with momentum only".
+# There, ``None`` means "skip this parameter" and zeros mean "step anyway": with momentum,
+# weight decay or Adam's running averages, the parameter still moves.
 #
 # The fix
 # -------
@@ -386,5 +520,6 @@ assert wrong.ids == ["TP005"] and fixed.ids == []
 # **Backward adds to the gradients: call** ``optimizer.zero_grad()`` **once per step, before
 # the backward, or the gradients of past batches pile up.**
 # Since PyTorch 2.0 a cleared gradient is ``None``, not zeros: check for ``None`` before touching
-# ``.grad``, and remember that zeros still let momentum and Adam move the weights.
+# ``.grad``, and remember that a gradient of zeros still lets momentum, weight decay and Adam move
+# the weights.
 # Use ``model.zero_grad()`` when the optimizer does not hold every parameter.
