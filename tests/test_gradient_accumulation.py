@@ -28,6 +28,17 @@ def test_gradient_accumulation(device):
     # zero_grad inside the loop keeps exactly the last micro-batch's gradient
     assert torch.equal(run["cleared_inside"], run["last_alone"])
     assert not torch.allclose(run["cleared_inside"], full, **TOL)
+    # one loss backwarded k times (retain_graph=True): k times one batch's gradient; divided by k,
+    # one batch's gradient; neither is the 16-sample gradient nor accumulation over k micro-batches
+    one, k_times, divided = run["one_batch"], run["same_loss_k_times"], run["same_loss_divided"]
+    assert torch.allclose(k_times, k * one, **TOL)
+    assert abs(run["ratio"] - k) < 1e-4
+    assert torch.allclose(divided, one, **TOL)
+    assert not torch.allclose(divided, full, **TOL)
+    assert not torch.allclose(divided, run["accumulated"], **TOL)
+    assert not torch.allclose(k_times, run["naive"], **TOL)
+    assert run["relative_difference"](divided, full) > 0.5
+    assert run["relative_difference"](run["accumulated"], full) < 1e-5
     # BatchNorm: accumulated micro-batch gradients differ from the full batch; running stats
     # were updated k times
     assert not torch.allclose(run["bn_accumulated"], run["bn_full"], **TOL)

@@ -29,9 +29,13 @@ Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_ev
 # The symptom
 # -----------
 #
+# The `PyTorch 0.4.0 migration guide <https://pytorch.org/blog/pytorch-0_4_0-migration-guide/>`_
+# shows the difference with one small example, which we run here as it is written there, with its
+# names ``a``, ``out`` and ``c``.
 # :meth:`~torch.Tensor.sigmoid` saves its output for backward, because its derivative is
 # ``σ'(a) = σ(a) · (1 − σ(a))``.
-# We take a detached view of that output and set it to zero in place, then call backward.
+# First ``c = out.detach()``: setting ``c`` to zero in place sets ``out`` to zero too, and
+# backward refuses.
 import torch
 
 from torch_pitfalls import (
@@ -47,32 +51,38 @@ seed_everything(0)
 device = get_device()
 print(f"device: {device}")
 
-a = torch.tensor([1.0, 2.0, 3.0], device=device, requires_grad=True)
+a = torch.tensor([1, 2, 3.0], device=device, requires_grad=True)
 out = a.sigmoid()
-view = out.detach()
-_ = view.zero_()
-print("out:", out)
+c = out.detach()
+print("c.zero_():", c.zero_())
+print("out:      ", out)  # modified by c.zero_()
+assert torch.count_nonzero(out) == 0
 
 with expect_raises(RuntimeError, "modified by an inplace operation"):
     out.sum().backward()
 
 # %%
-# Backward refuses: the output it needs has been changed.
-# Now the same edit through ``.data``:
+# Then the same edit through ``c = out.data``.
+# We also keep the correct gradient, computed before the edit, to compare.
 
-a = torch.tensor([1.0, 2.0, 3.0], device=device, requires_grad=True)
+a = torch.tensor([1, 2, 3.0], device=device, requires_grad=True)
 out = a.sigmoid()
 expected_grad = (out * (1 - out)).detach().clone()  # the correct gradient, saved before the edit
-_ = out.data.zero_()
+c = out.data
+print("c.zero_():", c.zero_())
+print("out:      ", out)  # modified by c.zero_() as well
 out.sum().backward()
 grad_via_data = a.grad.clone()
-print("gradient after editing .data:", grad_via_data)
-print("correct gradient:            ", expected_grad)
+print("a.grad:          ", grad_via_data)
+print("correct gradient:", expected_grad)
+assert torch.count_nonzero(out) == 0
 assert torch.count_nonzero(grad_via_data) == 0
 assert not torch.allclose(grad_via_data, expected_grad)
 
 # %%
 # No error, and every gradient is zero instead of ``σ(a) · (1 − σ(a))``.
+# These are the zeros the guide printed in 2018, for ``out`` and for ``a.grad``; today's PyTorch
+# prints the same numbers (its ``repr`` of ``out`` also names the ``grad_fn``).
 # An optimizer would then take a step with this wrong gradient.
 #
 # Why

@@ -15,6 +15,7 @@ large batch.
 
    * why each micro-batch loss must be divided by the number of micro-batches (mean reduction);
    * where ``zero_grad()`` goes in an accumulation loop;
+   * why backwarding one loss ``k`` times with ``retain_graph=True`` does not make a larger batch;
    * why BatchNorm still sees only the small batch.
 
 .. admonition:: Prerequisites
@@ -190,6 +191,82 @@ assert not torch.allclose(cleared_inside, full, rtol=1e-5, atol=1e-6)
 # %%
 # Clear the gradients once per *step*: before the first micro-batch, or right after
 # ``optimizer.step()``.
+#
+# A real-world report: one loss, backwarded ``k`` times
+# -----------------------------------------------------
+#
+# A shortcut skips the micro-batches altogether: compute the loss of one small batch, call
+# ``loss.backward(retain_graph=True)`` on it ``k`` times, then step, as if ``.grad`` now held
+# ``k`` batches.
+# The idea that accumulation and ``retain_graph`` belong together turns up in the wild:
+# a `blog post on calling backward twice
+# <https://www.codegenes.net/blog/callign-backwards-twice-pytorch>`_ gives gradient accumulation
+# as one reason for a second backward and then says that a second backward needs
+# ``retain_graph=True``; in
+# `an issue of the LaVIN repository <https://github.com/luogen1996/LaVIN/issues/32>`_ a reader
+# asked whether an accumulation loop that does not retain the graph keeps only the last
+# micro-batch's gradient (the author answered that each micro-batch builds a graph of its own, so
+# there is nothing to retain).
+# Here is the shortcut on the first micro-batch, against one backward of the same loss.
+
+xb, yb = micro_batches[0]
+model.zero_grad()
+loss_fn(model(xb), yb).backward()
+one_batch = flat_grad(model)
+
+model.zero_grad()
+loss = loss_fn(model(xb), yb)
+for _ in range(k):
+    loss.backward(retain_graph=True)
+same_loss_k_times = flat_grad(model)
+ratio = (same_loss_k_times.norm() / one_batch.norm()).item()
+print(f"k backwards of one loss / one backward (norms): {ratio:.4f}")
+assert torch.allclose(same_loss_k_times, k * one_batch, rtol=1e-5, atol=1e-6)
+
+# %%
+# **Each backward of the same loss adds the same gradient again: the result is** ``k`` **times
+# one batch's gradient, not the gradient of a** ``k`` **times larger batch.**
+# No new sample was seen; with plain SGD this is only a learning rate ``k`` times larger.
+# Dividing the loss by ``k``, as accumulation does, merely gives back the gradient of the one small
+# batch.
+# We compare both with the gradient of the mean loss over all 16 samples (``full``) and with
+# accumulation over ``k`` *different* micro-batches, divided by ``k`` (``accumulated``, which
+# matches ``full``) or not (``naive``, ``k`` times ``full``): relative differences, the norm of the
+# difference over the norm of the reference.
+
+model.zero_grad()
+loss = loss_fn(model(xb), yb) / k
+for _ in range(k):
+    loss.backward(retain_graph=True)
+same_loss_divided = flat_grad(model)
+
+
+def relative_difference(a, b):
+    """Norm of ``a - b`` over the norm of ``b``."""
+    return ((a - b).norm() / b.norm()).item()
+
+
+differences = {
+    "one loss / k, k backwards  vs one backward of it": (same_loss_divided, one_batch),
+    "one loss / k, k backwards  vs the 16-sample batch": (same_loss_divided, full),
+    "one loss / k, k backwards  vs k micro-batches / k": (same_loss_divided, accumulated),
+    "one loss, k backwards      vs k micro-batches": (same_loss_k_times, naive),
+    "k micro-batches / k        vs the 16-sample batch": (accumulated, full),
+}
+for name, (a, b) in differences.items():
+    print(f"{name}: {relative_difference(a, b):.3g}")
+assert torch.allclose(same_loss_divided, one_batch, rtol=1e-5, atol=1e-6)
+assert not torch.allclose(same_loss_divided, full, rtol=1e-5, atol=1e-6)
+assert not torch.allclose(same_loss_divided, accumulated, rtol=1e-5, atol=1e-6)
+assert not torch.allclose(same_loss_k_times, naive, rtol=1e-5, atol=1e-6)
+assert torch.allclose(accumulated, full, rtol=1e-5, atol=1e-6)
+assert relative_difference(same_loss_divided, full) > 0.5
+
+# %%
+# A larger batch needs more samples: ``k`` micro-batches, each with its own forward and so its own
+# graph, which backward frees as usual.
+# ``retain_graph=True`` has no place in an accumulation loop (see :ref:`retain-graph` for what it
+# keeps alive).
 #
 # Caveat: BatchNorm still sees the small batch
 # --------------------------------------------

@@ -75,6 +75,12 @@ torch.testing.assert_close(grad_once, 2 * x.detach())
 torch.testing.assert_close(grad_twice, 2 * grad_once)
 
 # %%
+# So backwarding one loss ``k`` times gives ``k`` times its gradient, from the same samples: it
+# does not emulate a batch ``k`` times larger, as a shortcut for gradient accumulation
+# assumes.
+# :ref:`gradient-accumulation` shows it on a small network, next to real accumulation over ``k``
+# different micro-batches.
+#
 # Often two backward passes are not needed at all.
 # When two losses come from one forward and both gradients go into the same ``.grad``,
 # backward their sum once: the gradient is the same, and nothing has to be retained.
@@ -174,15 +180,17 @@ with expect_raises(RuntimeError, "modified by an inplace operation"):
 # Changed in PyTorch 1.5
 # ----------------------
 #
-# Older releases ran this recipe without an error:
+# Releases before 1.5 ran this recipe without an error:
 # their optimizers updated the parameters through ``.data``, which the version counter does not
 # see (:ref:`data-vs-detach`), and the generator's gradient quietly mixed the new weights of ``D``
 # with activations computed from the old ones.
-# The 1.5.0 release notes list it under "torch.optim optimizers changed to fix in-place checks
-# for the changes made by the optimizer":
-# https://github.com/pytorch/pytorch/releases/tag/v1.5.0
-# (the change is `PR 30258 <https://github.com/pytorch/pytorch/pull/30258>`_, "Remove use of .data
-# in optimizers").
+# The `1.5.0 release notes <https://github.com/pytorch/pytorch/releases/tag/v1.5.0>`_ list it
+# under "torch.optim optimizers changed to fix in-place checks for the changes made by the
+# optimizer".
+# The change is `PR 33640 <https://github.com/pytorch/pytorch/pull/33640>`_ ("Remove use of
+# .data from optimizers") and its follow-up
+# `PR 34211 <https://github.com/pytorch/pytorch/pull/34211>`_ ("End of the .data removal in
+# torch/optim"), whose description drafts that release note.
 
 # %%
 # The recipe has a second problem.
