@@ -165,6 +165,17 @@ def test_glossary_has_unique_terms():
     assert len(terms) == len(set(terms))
 
 
+def test_glossary_variants_name_no_other_term():
+    """A variant readers type (column "variants") leads to its own term's pages only."""
+    with (LOCALE / "glossary.csv").open(encoding="utf-8") as file:
+        rows = list(csv.DictReader(file))
+    chinese = {row["chinese"] for row in rows}
+    for row in rows:
+        for variant in filter(None, (v.strip() for v in row["variants"].split(";"))):
+            assert variant not in chinese, f"{variant} is a term of its own, not a variant"
+            assert variant != row["chinese"]
+
+
 # Terms whose Chinese rendering must appear whenever the English term is in a message's prose.
 STRICT_TERMS = [
     "gradient accumulation",

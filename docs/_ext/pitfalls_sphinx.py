@@ -275,11 +275,55 @@ var splitQuery = (query) => {
 """
 
 
+GLOSSARY = DOCS / "locale" / "zh_CN" / "glossary.csv"
+
+
+def split_variants(cell: str) -> list[str]:
+    """The variants of a glossary row's ``variants`` cell (``;``-separated)."""
+    return [variant.strip() for variant in cell.split(";") if variant.strip()]
+
+
+def search_variants(path: Path = GLOSSARY) -> dict[str, list[str]]:
+    """Glossary term → the other ways readers write it (its ``variants`` column).
+
+    The site writes each term one way (清空梯度); readers search with the variant they know
+    (梯度清零). The Chinese search index gives a page that holds a term the variants too.
+    """
+    import csv
+
+    with path.open(encoding="utf-8") as file:
+        return {
+            row["chinese"]: split_variants(row["variants"])
+            for row in csv.DictReader(file)
+            if split_variants(row.get("variants") or "")
+        }
+
+
+def variant_terms(text: str, variants: dict[str, list[str]]) -> list[str]:
+    """The other forms of every glossary term that ``text`` holds in any of its forms, each once.
+
+    >>> table = {"清空梯度": ["梯度清空", "梯度清零"], "优化器": ["优化算法"]}
+    >>> variant_terms("用 zero_grad() 清空梯度", table)
+    ['梯度清空', '梯度清零']
+    >>> variant_terms("一个训练步与梯度清空", table)
+    ['清空梯度', '梯度清零']
+    """
+    found: list[str] = []
+    for term, others in variants.items():
+        forms = [term, *others]
+        if any(form in text for form in forms):
+            found.extend(form for form in forms if form not in text and form not in found)
+    return found
+
+
 def _search_chinese_class():
     from sphinx.search.zh import SearchChinese
 
+    variants = search_variants()
+
     class SearchChineseBigrams(SearchChinese):
-        """Sphinx's Chinese search (jieba words) plus CJK bigrams, in the index and the query."""
+        """Sphinx's Chinese search (jieba words) plus CJK bigrams, in the index and the query;
+        a text that holds a glossary term is indexed under the term's variants too."""
 
         js_splitter_code = CJK_SPLIT_QUERY_JS
         # Sphinx 9.0's Chinese search ships the English stemmer but writes
@@ -287,7 +331,10 @@ def _search_chinese_class():
         language_name = "English"
 
         def split(self, input: str) -> list[str]:
-            return super().split(input) + cjk_bigrams(input)
+            terms = super().split(input) + cjk_bigrams(input)
+            for variant in variant_terms(input, variants):
+                terms += super().split(variant) + cjk_bigrams(variant)
+            return terms
 
     return SearchChineseBigrams
 
@@ -371,9 +418,9 @@ def _glossary_directive():
             with path.open(encoding="utf-8") as file:
                 rows = list(csv.reader(file))
             table = nodes.table(classes=["pitfalls-glossary"])
-            group = nodes.tgroup(cols=3)
+            group = nodes.tgroup(cols=4)
             table += group
-            group.extend(nodes.colspec(colwidth=width) for width in (3, 2, 6))
+            group.extend(nodes.colspec(colwidth=width) for width in (3, 2, 6, 3))
 
             def row(cells):
                 line = nodes.row()
@@ -385,8 +432,9 @@ def _glossary_directive():
                     line += entry
                 return line
 
-            group += nodes.thead("", row(["English", "中文", "Note · 说明"]))
-            group += nodes.tbody("", *(row(cells) for cells in rows[1:]))
+            head = ["English", "中文", "Note · 说明", "Also searched as · 常见写法"]
+            group += nodes.thead("", row(head))
+            group += nodes.tbody("", *(row([*cells[:3], "、".join(split_variants(cells[3]))]) for cells in rows[1:]))
             return [table]
 
     return Glossary

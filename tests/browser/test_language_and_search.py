@@ -59,6 +59,10 @@ def search(page, site_url, language, query) -> list[str]:
         ("计算图", "auto_examples/autograd/plot_retain_graph.html"),
         ("运行统计量", "auto_examples/modules/plot_batchnorm_running_stats.html"),
         ("设备端断言", "auto_examples/tensors/plot_index_select.html"),
+        # Variants readers type for the glossary's term (glossary.csv, column "variants").
+        ("梯度清零", "auto_examples/autograd/plot_backward_step_zero_grad.html"),
+        ("梯度累加", "auto_examples/autograd/plot_gradient_accumulation.html"),
+        ("批量归一化", "auto_examples/modules/plot_batchnorm_running_stats.html"),
     ],
 )
 def test_unsegmented_chinese_query_finds_the_page(page, site_url, query, expected):
