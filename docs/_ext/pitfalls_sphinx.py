@@ -316,6 +316,15 @@ def variant_terms(text: str, variants: dict[str, list[str]]) -> list[str]:
     return found
 
 
+def _reindex_when_variants_change(app, env, added, changed, removed):
+    """Re-read every page when the glossary changes: its variants are in every page's index."""
+    digest = hashlib.sha256(GLOSSARY.read_bytes()).hexdigest()
+    if getattr(env, "torch_pitfalls_glossary", None) == digest:
+        return []
+    env.torch_pitfalls_glossary = digest
+    return sorted(env.found_docs)
+
+
 def _search_chinese_class():
     from sphinx.search.zh import SearchChinese
 
@@ -625,6 +634,7 @@ def setup(app):
     # examples; the second (Chinese) finds it current and reuses their outputs.
     invalidate_stale_examples()
     app.connect("env-get-outdated", _outdated_environment_pages)
+    app.connect("env-get-outdated", _reindex_when_variants_change)
     app.connect("config-inited", _junit_per_language)
     app.add_search_language(_search_chinese_class())
     app.connect("doctree-read", _translate_gallery_thumbnails)
