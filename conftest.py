@@ -8,8 +8,8 @@ from doctest import ELLIPSIS, NORMALIZE_WHITESPACE
 from pathlib import Path
 
 from sybil import Sybil
-from sybil.sybil import SybilCollection
 from sybil.parsers import myst, rest
+from sybil.sybil import SybilCollection
 
 # The build glue imports its modules by name, as docs/conf.py does.
 sys.path.insert(0, str(Path(__file__).resolve().parent / "docs" / "_ext"))

@@ -119,7 +119,8 @@ def test_chinese_queries_are_split_into_bigrams():
 
 
 def test_read_the_docs_publishes_the_build_root_where_the_detectors_link():
-    """.readthedocs.yaml checks the serving address first and uploads docs/_build/html as the root."""
+    """.readthedocs.yaml checks the serving address first, then uploads docs/_build/html as the
+    site's root."""
     import published_url
 
     from torch_pitfalls import rules

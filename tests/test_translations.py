@@ -258,6 +258,7 @@ NAMED_LINKS_AND_CODE = re.compile(
     r"`[^`<]+?\s*<[^>]+>`__?"  # reST named link
     r"|\[[^\]]+\]\([^)]+\)"  # MyST named link
     r"|``[^`]+``|`[^`]+`"  # inline literals and code spans
+    r'|<a href="[^"]+">'  # HTML links of the theme's strings (sphinx.po)
 )
 
 
@@ -269,7 +270,7 @@ def bare_urls(text: str) -> list[str]:
     >>> bare_urls("see `the notes <https://x.org/a>`_ and [this](https://x.org/b)")
     []
     """
-    return re.findall(r"https?://\S+", NAMED_LINKS_AND_CODE.sub("", text))
+    return re.findall(r"https?://[^\s\"]+", NAMED_LINKS_AND_CODE.sub("", text))
 
 
 @pytest.mark.parametrize("path", CATALOGS, ids=catalog_id)
@@ -287,7 +288,9 @@ def test_bare_urls_are_found():
     assert bare_urls("见 https://github.com/pytorch/pytorch/releases/tag/v1.5（发布说明）") == [
         "https://github.com/pytorch/pytorch/releases/tag/v1.5（发布说明）"
     ]
-    assert bare_urls("见 `发布说明 <https://github.com/pytorch/pytorch/releases/tag/v1.5.0>`_") == []
+    assert (
+        bare_urls("见 `发布说明 <https://github.com/pytorch/pytorch/releases/tag/v1.5.0>`_") == []
+    )
     assert bare_urls("见 [发布说明](https://github.com/pytorch/pytorch/releases/tag/v1.5.0)") == []
     assert bare_urls("运行 ``pip install https://x.org/a.whl``") == []
 

@@ -144,8 +144,8 @@ def torch_uri_problem(name: str, role: str, uri: str) -> str | None:
     documented with ``autoclass``/``autofunction`` on a topic page are ``<page>.html#<name>``; a
     module is ``<page>.html#module-<module>``. The anchor is always the documented name (which is
     ``name`` itself, or the name PyTorch documents an alias under); the one exception is an
-    attribute PyTorch describes only in prose, linked to that section (``autograd.html#autograd-graph``
-    for ``Tensor.grad_fn``).
+    attribute PyTorch describes only in prose, linked to that section
+    (``autograd.html#autograd-graph`` for ``Tensor.grad_fn``).
 
     >>> name, role = "torch.nn.Linear", "py:class"
     >>> torch_uri_problem(name, role, "generated/torch.nn.Linear.html#torch.nn.Linear")
@@ -443,7 +443,9 @@ def _glossary_directive():
 
             head = ["English", "中文", "Note · 说明", "Also searched as · 常见写法"]
             group += nodes.thead("", row(head))
-            group += nodes.tbody("", *(row([*cells[:3], "、".join(split_variants(cells[3]))]) for cells in rows[1:]))
+            group += nodes.tbody(
+                "", *(row([*cells[:3], "、".join(split_variants(cells[3]))]) for cells in rows[1:])
+            )
             return [table]
 
     return Glossary
@@ -589,7 +591,7 @@ def _same_block(block, text: str):
 
 
 def page_recordings(doctree) -> list[dict[str, str]]:
-    """The distinct recordings shown on a page, as their headers (``gpu``, ``torch``, ``date`` …)."""
+    """The distinct recordings shown on a page, as their headers (``gpu``, ``torch``, ``date``…)."""
     from docutils import nodes
 
     found = []

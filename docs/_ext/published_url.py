@@ -1,14 +1,16 @@
 """Check that the host serves the site where the detectors' links point (Read the Docs build step).
 
-The detectors link to ``<site_url>/<language>/auto_examples/…`` (:func:`torch_pitfalls.rules.site_url`),
-which assumes the host serves the build's ``docs/_build/html`` folder at the site's address.
+The detectors link to ``<site_url>/<language>/auto_examples/…``
+(:func:`torch_pitfalls.rules.site_url`), which assumes the host serves the build's
+``docs/_build/html`` folder at the site's address.
 Read the Docs serves a project under ``/<language>/<version>/`` unless its "URL versioning scheme"
 is "Single version without translations"; its build sets ``READTHEDOCS_CANONICAL_URL`` to the
 address it will serve the upload at. ``.readthedocs.yaml`` runs this script before building, so
 a project set up otherwise fails its build with the fix in the message instead of publishing pages
 that every detector message links past.
 
-Usage: ``python docs/_ext/published_url.py [CANONICAL_URL]`` (default: ``$READTHEDOCS_CANONICAL_URL``).
+Usage: ``python docs/_ext/published_url.py [CANONICAL_URL]``; the default is
+``$READTHEDOCS_CANONICAL_URL``.
 """
 
 from __future__ import annotations

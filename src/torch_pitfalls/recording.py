@@ -162,9 +162,10 @@ def recorded_header(transcript: dict) -> str:
     page's language (:func:`recording_label`), so that no recording shares a block with live
     output.
 
-    >>> print(recorded_header({"gpu": "NVIDIA H200", "driver": "570.1", "cuda": "12.8",
-    ...                        "torch": "2.13.0", "date": "2026-11-29"}))
-    [Recorded on NVIDIA H200 (driver 570.1, CUDA 12.8, PyTorch 2.13.0), 2026-11-29; not run in this build, which has no GPU. Recorded output:]
+    >>> h = {"gpu": "NVIDIA H200", "driver": "570.1", "cuda": "12.8", "torch": "2.13.0",
+    ...      "date": "2026-11-29"}
+    >>> print(recorded_header(h))  # doctest: +ELLIPSIS
+    [Recorded on NVIDIA H200 (driver 570.1, CUDA 12.8, PyTorch 2.13.0), 2026-11-29; not run ...]
     """
     return (
         f"[Recorded on {transcript['gpu']} (driver {transcript['driver']}, CUDA "
@@ -211,8 +212,8 @@ def recording_label(header: dict, language: str = "en") -> str:
 
     >>> h = {"gpu": "NVIDIA H200", "driver": "570.1", "cuda": "12.8", "torch": "2.11.0",
     ...      "date": "2026-11-29"}
-    >>> print(recording_label(h, "zh_CN"))
-    录制于 NVIDIA H200（驱动 570.1，CUDA 12.8，PyTorch 2.11.0），2026-11-29；本次构建没有 GPU，未重新运行。
+    >>> print(recording_label(h, "zh_CN"))  # doctest: +ELLIPSIS
+    录制于 NVIDIA H200（驱动 570.1，CUDA 12.8，PyTorch 2.11.0），2026-11-29；...
     """
     if language not in RECORDING_LABELS:
         raise ValueError(f"language must be one of {tuple(RECORDING_LABELS)}, got {language!r}")

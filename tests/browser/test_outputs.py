@@ -21,7 +21,10 @@ BOX = re.compile(
     r'<div class="pitfalls-recording pitfalls-(recorded|not-run) docutils container">\s*'
     r'<p class="pitfalls-recording-label">([^<]*)</p>'
 )
-LABEL_START = {"en": ("Recorded on ", "Not run in this build"), "zh_CN": ("录制于 ", "本次构建未运行")}
+LABEL_START = {
+    "en": ("Recorded on ", "Not run in this build"),
+    "zh_CN": ("录制于 ", "本次构建未运行"),
+}
 PAGES = [
     (language, path)
     for language in rules.LANGUAGES
@@ -67,7 +70,12 @@ def test_a_build_without_a_gpu_shows_every_recorded_section(language):
         len(json.loads(path.read_text(encoding="utf-8"))["sections"])
         for path in (ROOT / "docs" / "cuda_recordings").glob("*.json")
     )
-    boxes = [kind for lang, path in PAGES if lang == language for kind, _ in BOX.findall(read(lang, path))]
+    boxes = [
+        kind
+        for lang, path in PAGES
+        if lang == language
+        for kind, _ in BOX.findall(read(lang, path))
+    ]
     assert boxes.count("recorded") == recorded
 
 

@@ -95,7 +95,8 @@ class VisibleText(HTMLParser):
 def typography_problems(html: str) -> list[str]:
     """Each place in a page's prose that breaks a rule, with a little context.
 
-    >>> for problem in typography_problems('<p>见 <a href="x.html">检测工具</a>。由 Sphinx 9.0.4创建。</p>'):
+    >>> html = '<p>见 <a href="x.html">检测工具</a>。由 Sphinx 9.0.4创建。</p>'
+    >>> for problem in typography_problems(html):
     ...     print(problem)
     no space between Chinese and Latin letters or digits: …工具。由 Sphinx 9.0.4创建。
     a space between two Chinese characters: 见 检测工具。由 Sphinx 9.…
@@ -107,7 +108,9 @@ def typography_problems(html: str) -> list[str]:
         for name, pattern in RULES.items():
             for match in pattern.finditer(line):
                 start, end = max(0, match.start() - 12), match.end() + 12
-                context = ("…" if start else "") + line[start:end] + ("…" if end < len(line) else "")
+                context = (
+                    ("…" if start else "") + line[start:end] + ("…" if end < len(line) else "")
+                )
                 problems.append(f"{name}: {context}")
     return problems
 
@@ -152,9 +155,8 @@ class InterfaceText(VisibleText):
 
 
 #: Names that stay in Latin letters on a Chinese page.
-NAMES = {
-    "torch-pitfalls", "PyTorch", "Python", "Sphinx", "English", "Ctrl", "API", "cpu", "cuda", "NVIDIA",
-}  # fmt: skip
+NAMES = {"torch-pitfalls", "PyTorch", "Python", "Sphinx", "English", "Ctrl", "API", "NVIDIA"}
+NAMES |= {"cpu", "cuda"}
 
 
 def untranslated_interface(html: str) -> list[str]:
