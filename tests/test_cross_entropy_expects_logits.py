@@ -25,13 +25,27 @@ def test_cross_entropy_expects_logits(device):
     assert math.isclose(run["loss_perfect"].item(), floor, rel_tol=1e-5)
     assert min(run["losses_softmax"]) >= floor
     assert min(run["losses_logits"]) < floor
-    # the gradient reaching the logits shrinks with the extra softmax
+    # the gradient reaching the logits shrinks with the extra softmax: not before the softmax's
+    # Jacobian (the gradient at the probabilities is about as large) but through it, row by row
+    # by at most its largest singular value, itself at most the row's largest probability
     assert run["grad_norm_softmax"] < run["grad_norm_logits"] / 3
+    assert run["grad_norm_logits"] / 2 < run["grad_norm_probs"] < 2 * run["grad_norm_logits"]
+    jacobian, probs = run["jacobian"], run["probs"]
+    torch.testing.assert_close(
+        run["grad_at_logits"], (jacobian @ probs.grad.unsqueeze(2)).squeeze(2)
+    )
+    assert (run["shrink_factor"] <= run["largest_singular_value"] * (1 + 1e-4)).all()
+    assert (run["largest_singular_value"] <= run["largest_probability"] * (1 + 1e-4)).all()
+    assert (run["largest_probability"] < 1).all()
     # target errors
+    # class-index targets: int64 or uint8, float and int32 refused
     if device == "cuda":
-        assert "NotImplementedError: " in run.stdout and "for 'Float'" in run.stdout
+        assert "NotImplementedError: " in run.stdout
+        assert "for 'Float'" in run.stdout and "for 'Int'" in run.stdout
     else:
-        assert "RuntimeError: expected target dtype" in run.stdout or "scalar type" in run.stdout
+        assert "expected target dtype to be Long or Byte, but got Float" in run.stdout
+        assert "expected target dtype to be Long or Byte, but got Int" in run.stdout
+    torch.testing.assert_close(run["loss_byte"], run["loss_long"])
     assert "IndexError: Target 10 is out of bounds" in run.stdout
     # probability targets and label smoothing
     torch.testing.assert_close(run["loss_indices"], run["loss_one_hot"])

@@ -17,6 +17,10 @@ def test_index_select(device):
     assert run["accepted"] == ["torch.int64", "torch.int32"]
     assert run["refused"] == ["torch.int16", "torch.uint8", "torch.bool", "torch.float32"]
     assert run["one_row"].shape == (1, 4)
+    # changed in 1.8 (index_select) and 2.0 (brackets): an int32 index picks the same rows both ways
+    assert run["int32_index"].dtype == torch.int32
+    assert torch.equal(run["by_brackets"], run["rows"])
+    assert torch.equal(run["by_index_select"], run["rows"])
     # on the CPU an out-of-range index raises inside the call, with a class that depends on the path
     assert run["reached_next_line"] is False
     classes = run["out_of_range"]

@@ -15,6 +15,9 @@ def test_optimizer_step_between_backwards(device):
     assert "FloatTensor [8, 6]]" in out
     # the step bumps the trunk weight's version and skips head_b (no gradient yet)
     assert run["trunk_bumped"] > 0 and run["head_b_bumped"] == 0
+    # before 1.5: a step through .data bumped nothing, and the second backward ran silently
+    assert run["data_step_bumped"] == 0
+    assert "second backward: no error" in out
     # summing the losses == two backward passes then one step, within float rounding
     assert len(run["grads_summed"]) == len(run["params"]) == 8
     for a, b in zip(run["grads_summed"], run["grads_two_passes"], strict=True):

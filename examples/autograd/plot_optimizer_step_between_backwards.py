@@ -120,10 +120,30 @@ assert trunk_bumped > 0 and head_b_bumped == 0
 # Older releases ran this loop without complaint and used that mixed gradient.
 # Their optimizers updated ``p.data``, and an edit through ``.data`` does not increment the version
 # counter (:ref:`data-vs-detach`).
-# `PR 30258 <https://github.com/pytorch/pytorch/pull/30258>`_ ("Remove use of .data in
-# optimizers") made the updates visible; the
-# `1.5.0 release notes <https://github.com/pytorch/pytorch/releases/tag/v1.5.0>`_ list it as
-# "torch.optim optimizers changed to fix in-place checks for the changes made by the optimizer".
+# Pull requests `#33640 <https://github.com/pytorch/pytorch/pull/33640>`_ ("Remove use of
+# ``.data`` from optimizers") and `#34211 <https://github.com/pytorch/pytorch/pull/34211>`_ ("End
+# of the .data removal in torch/optim") made the updates visible, first released in
+# `PyTorch 1.5 <https://github.com/pytorch/pytorch/releases/tag/v1.5.0>`_, whose release notes
+# list the change as "torch.optim optimizers changed to fix in-place checks for the changes made
+# by the optimizer".
+# A step written the old way, through ``.data`` as the SGD of PyTorch 1.4 did, still shows what
+# happened then: the version does not move, and the second backward runs without a word.
+
+reset()
+features = trunk(x)
+loss_a = mse(head_a(features), target_a)
+loss_b = mse(head_b(features), target_b)
+loss_a.backward(retain_graph=True)
+version_before = trunk[2].weight._version
+for p in params:  # the update of PyTorch 1.4's SGD, through .data on purpose
+    if p.grad is not None:
+        p.data.add_(p.grad, alpha=-0.1)  # noqa
+data_step_bumped = trunk[2].weight._version - version_before
+loss_b.backward()  # no error: autograd cannot see the change
+print("versions added by a step through .data:", data_step_bumped, "| second backward: no error")
+assert data_step_bumped == 0
+
+# %%
 # **Code that "worked" before 1.5 and fails today had wrong gradients all along.**
 # :ref:`retain-graph` shows the same change breaking the classic GAN recipe.
 #

@@ -65,7 +65,7 @@ assert "GLOBAL torch.nn.modules.linear.Linear" in message
 #
 # Until PyTorch 2.5, :func:`torch.load` defaulted to ``weights_only=False`` and unpickled anything.
 # `PyTorch 2.6 <https://github.com/pytorch/pytorch/releases/tag/v2.6.0>`_ changed the default to
-# ``weights_only=True``.
+# ``weights_only=True`` (`pull request #137602 <https://github.com/pytorch/pytorch/pull/137602>`_).
 # The installed PyTorch says so in the message itself:
 
 changed_in = re.search(r"In PyTorch (\d+\.\d+), we changed the default value", message).group(1)

@@ -144,20 +144,50 @@ torch.testing.assert_close(loss_perfect.item(), floor)
 assert min(losses_softmax) >= floor
 
 # %%
-# The second softmax also flattens the gradient.
-# Its Jacobian scales the gradient down by at most the largest probability, and the "logits" it
-# sees are all close together, so the loss barely changes when they move.
-# For the same logits, the gradient that reaches them is several times smaller:
+# The extra softmax also shrinks the gradient.
+# On the way back, the gradient with respect to the probabilities ``p`` passes through the
+# softmax's Jacobian ``diag(p) − p pᵀ`` (one ``C × C`` matrix per row), which multiplies it by a
+# factor of at most the row's largest probability ``max p``: the matrix's largest singular value
+# is never above ``max p``.
+# For the same logits, the gradient that reaches the probabilities is about as large as the one
+# that reaches the logits without the extra softmax; the Jacobian then makes it several times
+# smaller:
 
 logits = torch.randn(4, num_classes).to(device).requires_grad_()  # same values on every device
 nn.CrossEntropyLoss()(logits, target).backward()
 grad_norm_logits = logits.grad.norm().item()
 logits.grad = None
-nn.CrossEntropyLoss()(logits.softmax(dim=1), target).backward()
-grad_norm_softmax = logits.grad.norm().item()
-print(f"gradient norm: logits {grad_norm_logits:.4f}, softmax first {grad_norm_softmax:.4f}")
-print(f"the softmax shrinks it {grad_norm_logits / grad_norm_softmax:.1f}×")
+probs = logits.softmax(dim=1)
+probs.retain_grad()
+nn.CrossEntropyLoss()(probs, target).backward()
+grad_at_logits = logits.grad
+grad_norm_probs = probs.grad.norm().item()
+grad_norm_softmax = grad_at_logits.norm().item()
+print(f"gradient norm reaching the logits, no extra softmax: {grad_norm_logits:.4f}")
+print(f"with the extra softmax: at the probabilities {grad_norm_probs:.4f}, ", end="")
+shrink = grad_norm_logits / grad_norm_softmax
+print(f"at the logits {grad_norm_softmax:.4f} ({shrink:.1f}× smaller)")
+assert grad_norm_logits / 2 < grad_norm_probs < 2 * grad_norm_logits
 assert grad_norm_softmax < grad_norm_logits / 3
+
+# %%
+# Row by row, the gradient shrinks by a factor of at most the Jacobian's largest singular value,
+# itself at most ``max p``; and the Jacobian written out by hand is the one that autograd applied:
+
+p = probs.detach()
+jacobian = torch.diag_embed(p) - p.unsqueeze(2) * p.unsqueeze(1)
+largest_singular_value = torch.linalg.matrix_norm(jacobian, ord=2)
+largest_probability = p.max(dim=1).values
+shrink_factor = grad_at_logits.norm(dim=1) / probs.grad.norm(dim=1)
+print("row   max p   largest singular value   |grad at logits| / |grad at p|")
+for row in range(4):
+    print(
+        f"{row:>3}   {largest_probability[row]:.3f}   {largest_singular_value[row]:>22.3f}"
+        f"   {shrink_factor[row]:>30.3f}"
+    )
+torch.testing.assert_close(grad_at_logits, (jacobian @ probs.grad.unsqueeze(2)).squeeze(2))
+assert (shrink_factor <= largest_singular_value * (1 + 1e-4)).all()
+assert (largest_singular_value <= largest_probability * (1 + 1e-4)).all()
 
 # %%
 # The fix
@@ -181,18 +211,25 @@ torch.testing.assert_close(loss_ce, loss_log_softmax)
 # Targets: dtype and range
 # ------------------------
 #
-# Class-index targets must be integers (``int64``, the default of :func:`torch.tensor` for
-# integers); float class indices are refused: on the CPU with a ``RuntimeError`` that names the
-# expected dtype, on CUDA with a ``NotImplementedError`` (the kernel has no ``Float`` version).
+# Class-index targets must be ``int64`` (``Long``, the default of :func:`torch.tensor` for
+# integers) or ``uint8`` (``Byte``).
+# Every other dtype is refused, float class indices and ``int32`` labels alike: on the CPU with a
+# ``RuntimeError`` that names the two accepted dtypes, on CUDA with a ``NotImplementedError`` (the
+# kernel has no version for that dtype).
 # **A target of floats with the input's shape is something else: a probability target** (see the
 # next section).
 
-if device.type == "cuda":
-    refusal = (NotImplementedError, "not implemented for 'Float'")
-else:
-    refusal = (RuntimeError, "(target dtype|scalar type).*Long")
-with expect_raises(*refusal):
-    nn.CrossEntropyLoss()(logits, target.float())
+for dtype, name in ((torch.float32, "Float"), (torch.int32, "Int")):
+    if device.type == "cuda":
+        refusal = (NotImplementedError, f"not implemented for '{name}'")
+    else:
+        refusal = (RuntimeError, f"expected target dtype to be Long or Byte, but got {name}")
+    with expect_raises(*refusal):
+        nn.CrossEntropyLoss()(logits, target.to(dtype))
+loss_long = nn.CrossEntropyLoss()(logits, target)
+loss_byte = nn.CrossEntropyLoss()(logits, target.to(torch.uint8))
+print(f"int64 target: {loss_long:.6f}  uint8 target: {loss_byte:.6f}")
+torch.testing.assert_close(loss_byte, loss_long)
 
 # %%
 # Each class index must lie in ``[0, C)``.
@@ -280,5 +317,5 @@ assert wrong.ids == ["TP001", "TP002"] and fixed.ids == []
 #
 # :class:`~torch.nn.CrossEntropyLoss` **applies the softmax itself: feed it logits, never
 # probabilities.**
-# Targets are ``int64`` class indices in ``[0, C)``, or class probabilities with the input's shape;
-# use ``label_smoothing=`` rather than a hand-written loss.
+# Targets are class indices in ``[0, C)`` of dtype ``int64`` (or ``uint8``), or class probabilities
+# with the input's shape; use ``label_smoothing=`` rather than a hand-written loss.

@@ -100,12 +100,16 @@ print("soft_target.grad:", soft_target.grad)
 assert soft_target.grad is not None and soft_target.grad.abs().sum() > 0
 
 # %%
-# Older releases refused a target that requires grad: the loss modules asserted
-# ``not target.requires_grad``, and the classic advice was to mark targets as not requiring
-# gradients.
-# That check was removed in
-# `pytorch/pytorch#8460 <https://github.com/pytorch/pytorch/pull/8460>`_ (2018), and losses now
-# differentiate with respect to the target wherever a derivative is implemented.
+# Changed in PyTorch 0.4.1
+# ------------------------
+#
+# Up to PyTorch 0.4.0, the loss modules refused a target that requires grad: they asserted
+# ``not target.requires_grad`` ("nn criterions don't compute the gradient w.r.t. targets"), and
+# the classic advice was to mark targets as not requiring gradients.
+# `Pull request #8460 <https://github.com/pytorch/pytorch/pull/8460>`_ removed that assertion,
+# first released in `PyTorch 0.4.1 <https://github.com/pytorch/pytorch/releases/tag/v0.4.1>`_.
+# **Since then, losses differentiate with respect to the target wherever a derivative is
+# implemented.**
 # A few still have none and refuse; ``nn.SoftMarginLoss`` is one of them:
 
 with expect_raises(RuntimeError, "not differentiable with respect to argument 'target'"):

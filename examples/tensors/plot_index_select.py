@@ -247,13 +247,26 @@ with cuda_section(device, "the device-side assert in a child process") as live:
 # on a GPU, and so do class labels beyond the number of classes in a loss.
 # The dtype and shape checks are different: PyTorch makes them on the CPU before it launches
 # anything, so they raise at once on every device.
-# In older releases bracket indexing refused ``int32`` indices that ``index_select`` accepted
-# (`pytorch/pytorch#83702 <https://github.com/pytorch/pytorch/issues/83702>`_); today both accept
-# them.
+#
+# Changed in PyTorch 1.8
+# ----------------------
+#
+# Up to PyTorch 1.7, ``index_select`` on the CPU refused ``int32`` indices with "Expected dtype
+# int64 for index".
+# `PyTorch 1.8 <https://github.com/pytorch/pytorch/releases/tag/v1.8.0>`_ is the first release
+# that accepts them (`pull request #47536 <https://github.com/pytorch/pytorch/pull/47536>`_,
+# "Support the int32 index type").
+# Bracket indexing refused ``int32`` indices for longer
+# (`issue #83702 <https://github.com/pytorch/pytorch/issues/83702>`_) and accepts them since
+# `PyTorch 2.0 <https://github.com/pytorch/pytorch/releases/tag/v2.0.0>`_
+# (`pull request #86309 <https://github.com/pytorch/pytorch/pull/86309>`_).
+# **Today both take an** ``int32`` **index as it is, and pick the same rows:**
 
 int32_index = torch.tensor([2, 0], device=device, dtype=torch.int32)
-print("x[int32 index] equals index_select:", torch.equal(x[int32_index], rows))
-assert torch.equal(x[int32_index], rows)
+by_brackets = x[int32_index]
+by_index_select = x.index_select(0, int32_index)
+print("int32 index, brackets:", by_brackets, "index_select:", by_index_select, sep="\n")
+assert torch.equal(by_brackets, rows) and torch.equal(by_index_select, rows)
 
 # %%
 # Locating the failing call

@@ -119,7 +119,8 @@ with expect_raises(NotImplementedError, r"Only 3D, 4D and 5D input Tensors suppo
 #
 # Older code resizes with ``F.upsample``.
 # PyTorch 0.4.1 added ``interpolate`` and deprecated ``upsample``
-# (`release notes <https://github.com/pytorch/pytorch/releases/tag/v0.4.1>`_);
+# (`release notes <https://github.com/pytorch/pytorch/releases/tag/v0.4.1>`_,
+# `pull request #8591 <https://github.com/pytorch/pytorch/pull/8591>`_);
 # today ``upsample`` still works, warns, and calls ``interpolate``.
 # **Moving from** ``upsample`` **to** ``interpolate`` **changes nothing about shapes: both need
 # the batch dimension.**
