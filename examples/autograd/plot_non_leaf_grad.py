@@ -61,7 +61,8 @@ assert first.weight.grad is not None
 assert hidden_grad is None
 
 # %%
-# Older releases returned ``None`` without a word; today's warning was added by
+# Until `PyTorch 1.5 <https://github.com/pytorch/pytorch/releases/tag/v1.5.0>`_ it returned
+# ``None`` without a word; that release added the warning, in
 # `PR 30531 <https://github.com/pytorch/pytorch/pull/30531>`_, which the message itself names.
 #
 # Why
