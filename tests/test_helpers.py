@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
+import os
 import random
+import time
 import warnings
 
 import pytest
@@ -19,12 +22,14 @@ from torch_pitfalls import (
     get_device,
     graph_nodes,
     make_pretrained_classifier,
+    measured,
     median_time,
     peak_cuda_bytes,
     run_isolated,
     saved_tensors,
     seed_everything,
 )
+from torch_pitfalls.measure import TIMING_THREADS, machine
 
 # -- devices --------------------------------------------------------------------------------------
 
@@ -183,7 +188,7 @@ def test_graph_nodes():
 
 
 def test_compare_times_validates_and_orders():
-    fast, slow = compare_times(lambda: None, lambda: sum(range(20_000)), min_run_time=0.01)
+    fast, slow = compare_times(lambda: None, lambda: sum(range(20_000)), rounds=5)
     assert 0 < fast < slow
     with pytest.raises(TypeError, match="two or more callables"):
         compare_times(lambda: None)
@@ -191,6 +196,45 @@ def test_compare_times_validates_and_orders():
         compare_times(lambda: None, 3)
     with pytest.raises(ValueError, match="rounds"):
         compare_times(lambda: None, lambda: None, rounds=0)
+    with pytest.raises(ValueError, match="block"):
+        compare_times(lambda: None, lambda: None, block=0)
+    with pytest.raises(ValueError, match="num_threads"):
+        compare_times(lambda: None, lambda: None, num_threads=0)
+
+
+def test_compare_times_runs_on_fixed_threads_and_restores_them():
+    before = torch.get_num_threads()
+    seen = []
+    compare_times(lambda: seen.append(torch.get_num_threads()), lambda: None, rounds=2)
+    assert set(seen) == {TIMING_THREADS} == {1}
+    assert torch.get_num_threads() == before
+
+
+def test_compare_times_interleaves_and_keeps_the_fastest():
+    calls = []
+    compare_times(lambda: calls.append("a"), lambda: calls.append("b"), rounds=3, block=1e-9)
+    # each timing of one call comes after 2 warm-up calls: a first timing of each, then the
+    # rounds in alternating order: a b, b a, a b
+    runs = [(name, len(list(group))) for name, group in itertools.groupby(calls)]
+    assert runs == [("a", 3), ("b", 3), ("a", 3), ("b", 6), ("a", 6), ("b", 3)]
+    # the first timing of one callable in the first round is slowed, as by a burst of load
+    delays = iter([0.0] * 5 + [0.05] + [0.0] * 100)
+
+    def sometimes_slow():
+        time.sleep(next(delays))
+
+    slowed, _ = compare_times(sometimes_slow, lambda: None, rounds=5, block=1e-9)
+    assert slowed < 0.01
+
+
+def test_measured_tags_and_names_the_machine():
+    assert measured("1.5× slower") == "[measured] 1.5× slower"
+    line = measured("1.5× slower", "cpu")
+    assert line.startswith("[measured] on cpu (") and line.endswith("): 1.5× slower")
+    assert f"1 thread of {os.cpu_count()} CPUs" in line and torch.__version__ in line
+    assert "2 threads of" in machine("cpu", num_threads=2)
+    with pytest.raises(TypeError, match="str"):
+        measured(1.5)
 
 
 def test_peak_cuda_bytes_rejects_cpu_and_non_callables():
@@ -208,6 +252,8 @@ def test_peak_cuda_bytes_counts_what_fn_keeps():
 
 def test_median_time_validates():
     assert median_time(lambda: None, min_run_time=0.01) > 0
+    with pytest.raises(ValueError, match="num_threads"):
+        median_time(lambda: None, num_threads=0)
     with pytest.raises(TypeError, match="callable"):
         median_time(3)
     with pytest.raises(ValueError, match="min_run_time"):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import torch
 
@@ -32,10 +30,10 @@ def test_tensor_to_numpy(device):
     # neither order saves anything or leaves a graph behind
     assert run["saved_cpu_detach"].count == run["saved_detach_cpu"].count == 0
     assert torch.equal(run["cpu_detach"], run["detach_cpu"])
-    # one finite, positive time ratio per available device
+    # one time ratio per available device, close to 1: the order changes little
     expected_devices = {"cpu", "cuda"} if torch.cuda.is_available() else {"cpu"}
     assert set(run["order_ratios"]) == expected_devices
-    assert all(math.isfinite(r) and r > 0 for r in run["order_ratios"].values())
+    assert all(0.8 < r < 1.25 for r in run["order_ratios"].values())
     # numpy()/from_numpy share memory, torch.tensor copies
     assert run["source"].tolist() == [1.0, 2.0, 0.0]
     assert run["from_array"].tolist() == [1.0, 2.0, 0.0]

@@ -151,11 +151,14 @@ assert graph_nodes(cpu_detach) == graph_nodes(detach_cpu) == 0
 assert torch.equal(cpu_detach, detach_cpu)
 
 # %%
-# So the only cost of ``.cpu().detach()`` is creating and freeing one small node.
+# So the order changes little: on the CPU, where ``.cpu()`` returns the tensor itself, both orders
+# make the same two calls; on a GPU, ``.cpu().detach()`` adds one small node to a copy to host
+# memory that both orders make.
 # We time both orders with :func:`~torch_pitfalls.compare_times` on every device this build has,
-# for a 512×512 tensor that requires grad.
-# Absolute times, and even the ratios, depend on the machine; on a GPU both orders are dominated
-# by the same copy to host memory.
+# for a 512×512 tensor that requires grad: on one thread, in many short interleaved timings,
+# keeping the fastest of each.
+# Times depend on the machine, but the ratio stays close to 1: the example asserts that it lies
+# between 0.8 and 1.25 on every device.
 
 order_ratios = {}
 for name in available_devices():
@@ -166,9 +169,9 @@ for name in available_devices():
     )
     order_ratios[name] = t_cpu_detach / t_detach_cpu
     ratio = order_ratios[name]
-    print(measured(f"on {name}: .cpu().detach() takes {ratio:.2f}× the time of .detach().cpu()"))
+    print(measured(f".cpu().detach() takes {ratio:.2f}× the time of .detach().cpu()", name))
 assert set(order_ratios) == set(available_devices())
-assert all(np.isfinite(r) and r > 0 for r in order_ratios.values())
+assert all(0.8 < r < 1.25 for r in order_ratios.values())
 
 # %%
 # Side by side, relative to ``.detach().cpu()`` on each device:

@@ -2,12 +2,16 @@
 
 Memory is counted as the bytes of the tensors autograd saves for backward, found with
 :class:`torch.autograd.graph.saved_tensors_hooks`: this number is the same on every machine.
-Time is measured with :mod:`torch.utils.benchmark` and depends on the machine; pages show it as a
-ratio and say so. Introduced on "requires-grad-propagation" and "no-grad-evaluation".
+Time depends on the machine: :func:`compare_times` times callables against each other, robustly
+on a busy machine; pages show the results as ratios, printed by :func:`measured` with the machine
+they were measured on. Introduced on "requires-grad-propagation" and "no-grad-evaluation".
 """
 
 from __future__ import annotations
 
+import os
+import platform
+import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -106,23 +110,41 @@ def graph_nodes(tensor: torch.Tensor) -> int:
     return len(seen)
 
 
-def median_time(fn: Callable[[], object], *, min_run_time: float = 0.2) -> float:
+TIMING_THREADS = 1
+"""Intra-op threads used while timing (:func:`torch.set_num_threads`), unless told otherwise.
+
+One thread: on a busy machine, an operation split over several threads waits for its slowest
+thread, and a thread that the other load has descheduled can stall it for a whole time slice;
+one thread also makes times comparable between machines with different core counts.
+"""
+
+
+def _check_threads(num_threads: int) -> None:
+    if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1:
+        raise ValueError(f"num_threads must be an int >= 1, got {num_threads!r}")
+
+
+def median_time(
+    fn: Callable[[], object], *, min_run_time: float = 0.2, num_threads: int = TIMING_THREADS
+) -> float:
     """Median time of one call of ``fn``, in seconds, measured with :mod:`torch.utils.benchmark`.
 
     :class:`torch.utils.benchmark.Timer` runs a warm-up, synchronises CUDA around each measurement
-    and repeats until ``min_run_time`` seconds have been spent. The result depends on the machine:
-    pages compare such times as ratios and say so.
+    and repeats until ``min_run_time`` seconds have been spent, on ``num_threads`` threads. The
+    result depends on the machine: to compare callables, use :func:`compare_times`.
 
     Args:
         fn: a callable taking no argument.
         min_run_time: seconds to spend measuring (``float`` > 0).
+        num_threads: intra-op threads while measuring (``int`` ≥ 1; default
+            :data:`~torch_pitfalls.measure.TIMING_THREADS`, 1).
 
     Returns:
         The median time of one call, in seconds (``float``).
 
     Raises:
         TypeError: ``fn`` is not callable.
-        ValueError: ``min_run_time`` is not positive.
+        ValueError: ``min_run_time`` is not positive, or ``num_threads`` < 1.
 
     Source: https://docs.pytorch.org/docs/stable/benchmark_utils.html
 
@@ -133,32 +155,61 @@ def median_time(fn: Callable[[], object], *, min_run_time: float = 0.2) -> float
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
     if not min_run_time > 0:
         raise ValueError(f"min_run_time must be > 0 seconds, got {min_run_time!r}")
-    timer = benchmark.Timer(stmt="fn()", globals={"fn": fn}, num_threads=torch.get_num_threads())
+    _check_threads(num_threads)
+    timer = benchmark.Timer(stmt="fn()", globals={"fn": fn}, num_threads=num_threads)
     return timer.blocked_autorange(min_run_time=min_run_time).median
 
 
 def compare_times(
-    *fns: Callable[[], object], rounds: int = 2, min_run_time: float = 0.1
+    *fns: Callable[[], object],
+    rounds: int = 51,
+    block: float = 1e-3,
+    num_threads: int = TIMING_THREADS,
 ) -> list[float]:
-    """Time several callables fairly: alternate them, keep the fastest median of each.
+    """Fastest time of one call of each callable, timed with :mod:`torch.utils.benchmark`.
 
-    Each round measures every callable once with :func:`median_time`, in turn, so that a burst of
-    load on a busy machine hits all of them alike; the fastest of the ``rounds`` medians is kept.
-    Introduced on "no-grad-evaluation"; compare the results as ratios.
+    Built to give the same ratios on a busy machine as on an idle one:
+
+    * each callable gets a :class:`torch.utils.benchmark.Timer` that runs it on ``num_threads``
+      intra-op threads (by default :data:`~torch_pitfalls.measure.TIMING_THREADS`, 1), so that
+      no operation waits for a thread that the machine's other load has stalled;
+    * a first timing of one call chooses how many calls each later timing makes, so that a
+      timing lasts about ``block`` seconds (at least one call); ``Timer.timeit`` runs two or more
+      warm-up calls before each timing;
+    * each of the ``rounds`` rounds times every callable once, in the given order on even rounds
+      and in reverse on odd ones, so that all see the same conditions and none always runs first;
+    * the fastest timing of each callable is kept. Other processes only ever add time, when the
+      operating system runs them instead; a timing shorter than a scheduler time slice often
+      escapes them, and the fastest of many is the time of the code itself. Medians do not
+      escape: with both cores of a 2-core machine busy, medians of 2-ms timings gave ratios from
+      0.1 to 10 for two loops whose fastest times stayed 1.2 apart. Python's :mod:`timeit`
+      documentation advises the minimum for the same reason.
+
+    The timer synchronises CUDA before it reads the clock, so that a time includes the GPU work
+    that the calls queued. Introduced on "no-grad-evaluation"; compare the results as ratios, and
+    print them with :func:`measured`, which names the machine
+    (:func:`~torch_pitfalls.measure.machine`).
 
     Args:
         fns: two or more callables taking no argument.
-        rounds: number of alternations (``int`` ≥ 1).
-        min_run_time: seconds spent on each measurement (``float`` > 0).
+        rounds: number of interleaved rounds (``int`` ≥ 1); the whole comparison takes about
+            ``rounds × block × len(fns)`` seconds on an idle machine (longer for a callable
+            slower than ``block``, or under load).
+        block: target duration of one timing (``float`` > 0, seconds).
+        num_threads: intra-op threads while timing (``int`` ≥ 1).
 
     Returns:
-        One time per callable, in seconds (``list`` of ``float``), in the order given.
+        The fastest time of one call of each callable, in seconds (``list`` of ``float``), in
+        the order given.
 
     Raises:
         TypeError: fewer than two callables, or one is not callable.
-        ValueError: ``rounds`` < 1 or ``min_run_time`` ≤ 0.
+        ValueError: ``rounds`` < 1, ``block`` ≤ 0 or ``num_threads`` < 1.
 
-    >>> fast, slow = compare_times(lambda: None, lambda: sum(range(10_000)), min_run_time=0.01)
+    Sources: `Benchmark Utils <https://docs.pytorch.org/docs/stable/benchmark_utils.html>`_ in
+    PyTorch's documentation, and the note on :meth:`timeit.Timer.repeat` in Python's.
+
+    >>> fast, slow = compare_times(lambda: None, lambda: sum(range(10_000)), rounds=5)
     >>> slow > fast
     True
     """
@@ -166,10 +217,18 @@ def compare_times(
         raise TypeError("compare_times needs two or more callables taking no argument")
     if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
         raise ValueError(f"rounds must be an int >= 1, got {rounds!r}")
+    if not block > 0:
+        raise ValueError(f"block must be > 0 seconds, got {block!r}")
+    _check_threads(num_threads)
+    timers = [
+        benchmark.Timer(stmt="fn()", globals={"fn": fn}, num_threads=num_threads) for fn in fns
+    ]
+    # Timer.timeit(n) calls the statement max(n // 100, 2) times to warm up, then times n calls.
+    numbers = [max(1, round(block / timer.timeit(1).times[0])) for timer in timers]
     best = [float("inf")] * len(fns)
-    for _ in range(rounds):
-        for i, fn in enumerate(fns):
-            best[i] = min(best[i], median_time(fn, min_run_time=min_run_time))
+    for r in range(rounds):
+        for i in range(len(fns)) if r % 2 == 0 else reversed(range(len(fns))):
+            best[i] = min(best[i], timers[i].timeit(numbers[i]).times[0])
     return best
 
 
@@ -214,24 +273,86 @@ MEASURED = "[measured]"
 """The tag that starts every printed line holding a time or memory measurement."""
 
 
-def measured(text: str) -> str:
+def _cpu_name() -> str:
+    # /proc/cpuinfo on Linux, sysctl on macOS, else platform.processor(); a virtual machine may
+    # report a generic name ("AMD EPYC").
+    name = ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as file:
+            for line in file:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name" and value.strip():
+                    name = value
+                    break
+    except OSError:
+        pass
+    if not name and platform.system() == "Darwin":
+        try:
+            query = ["sysctl", "-n", "machdep.cpu.brand_string"]
+            name = subprocess.run(query, capture_output=True, text=True, timeout=10).stdout
+        except (OSError, subprocess.SubprocessError):
+            pass
+    name = " ".join((name or platform.processor() or "").split())
+    return name or "unknown CPU"
+
+
+def machine(device: torch.device | str = "cpu", *, num_threads: int = TIMING_THREADS) -> str:
+    """Where a measurement was made: the device, its model and the PyTorch version.
+
+    For the CPU: the processor's model name, as the operating system reports it, and the threads
+    used out of the CPUs it offers (:func:`os.cpu_count`); for CUDA: the GPU's name
+    (:func:`torch.cuda.get_device_name`). Used by :func:`~torch_pitfalls.measured`.
+
+    Args:
+        device: the device measured (``torch.device`` or ``str``).
+        num_threads: intra-op threads the measurement used (``int`` ≥ 1; default
+            :data:`~torch_pitfalls.measure.TIMING_THREADS`, which
+            :func:`~torch_pitfalls.compare_times` uses).
+
+    Returns:
+        For example ``"cpu (AMD EPYC, 1 thread of 2 CPUs, PyTorch 2.13.0)"`` or
+        ``"cuda (NVIDIA H200, PyTorch 2.13.0)"`` (``str``).
+
+    >>> machine("cpu").startswith("cpu (")
+    True
+    """
+    device = torch.device(device)
+    if device.type == "cuda":
+        what = torch.cuda.get_device_name(device)
+    elif device.type == "cpu":
+        threads = "thread" if num_threads == 1 else "threads"
+        what = f"{_cpu_name()}, {num_threads} {threads} of {os.cpu_count()} CPUs"
+    else:
+        what = device.type
+    return f"{device.type} ({what}, PyTorch {torch.__version__})"
+
+
+def measured(text: str, device: torch.device | str | None = None) -> str:
     """Tag a line of output that holds a measurement, which varies between runs and machines.
 
     Pages print times and peak memory through it, so a reader sees which numbers depend on the
-    machine, and the reproducibility check (``nox -s reproducible``) compares everything else.
+    machine, and the reproducibility check (``nox -s reproducible``) compares everything else:
+    it skips the lines that start with ``[measured]``. With ``device``, the line also says where
+    the measurement was made (:func:`~torch_pitfalls.measure.machine`).
 
     Args:
         text: the line to print (``str``).
+        device: the device measured (``torch.device`` or ``str``), or ``None``.
 
     Returns:
-        ``text`` prefixed with ``[measured]`` (``str``).
+        ``text`` prefixed with ``[measured]`` and, with ``device``, with ``on <machine>:``
+        (``str``).
 
     Raises:
         TypeError: ``text`` is not a ``str``.
 
-    >>> print(measured("on cpu: 1.52× slower"))
-    [measured] on cpu: 1.52× slower
+    >>> print(measured("1.52× slower"))
+    [measured] 1.52× slower
+    >>> print(measured("1.52× slower", "cpu"))
+    [measured] on cpu (..., 1 thread of ... CPUs, PyTorch ...): 1.52× slower
     """
     if not isinstance(text, str):
         raise TypeError(f"measured() takes the line to print, a str, got {type(text).__name__}")
-    return f"{MEASURED} {text}"
+    if device is None:
+        return f"{MEASURED} {text}"
+    return f"{MEASURED} on {machine(device)}: {text}"
