@@ -5,6 +5,9 @@ from __future__ import annotations
 import re
 import shutil
 import sys
+import zlib
+
+import pytest
 
 from .conftest import ROOT, all_slugs, example_path
 
@@ -42,6 +45,25 @@ def test_torch_inventory_compiles(tmp_path):
         ROOT / "docs" / "_inventories" / "torch.txt", tmp_path / "torch.inv"
     )
     assert target.read_bytes().startswith(b"# Sphinx inventory version 2")
+    body = zlib.decompress(target.read_bytes().split(b"zlib.\n", 1)[1]).decode()
+    assert "$" not in body  # Sphinx expands a "$" only at the end of a URI: the build expands all
+    assert "torch.nn.Linear py:class 1 generated/torch.nn.Linear.html#torch.nn.Linear -" in body
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ("torch.nn.Linear py:class generated/$.html", "expected 'PAGE.html#ANCHOR'"),
+        ("torch.nn.Linear py:class generated/torch.nn.ReLU.html#$", "not on the page of"),
+        ("torch.nn py:module nn.html#torch.nn", "module-torch.nn"),
+        ("torch.nn.Linear py:class generated/$.html#$\ntorch.nn.Linear py:class x.html#$", "twice"),
+    ],
+)
+def test_a_torch_inventory_line_of_the_wrong_shape_is_refused(tmp_path, line, problem):
+    source = tmp_path / "torch.txt"
+    source.write_text(line + "\n")
+    with pytest.raises(ValueError, match=problem):
+        pitfalls_sphinx.compile_inventory(source, tmp_path / "torch.inv")
 
 
 def test_a_changed_helper_reruns_every_example(tmp_path, monkeypatch):

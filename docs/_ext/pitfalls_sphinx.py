@@ -191,10 +191,10 @@ def compile_inventory(source: Path, target: Path) -> Path:
     at the end of a URI, so ``generated/$.html#$`` would reach readers as it is).
 
     Raises:
-        ValueError: a line does not have three fields, or its URI does not have the shape of
-            PyTorch's docs (:func:`torch_uri_problem`).
+        ValueError: a line does not have three fields, lists an object already listed, or has a
+            URI that does not have the shape of PyTorch's docs (:func:`torch_uri_problem`).
     """
-    lines = []
+    lines, seen = [], set()
     for number, line in enumerate(source.read_text(encoding="utf-8").splitlines(), 1):
         line = line.strip()
         if not line or line.startswith("#"):
@@ -203,6 +203,9 @@ def compile_inventory(source: Path, target: Path) -> Path:
         if len(fields) != 3:
             raise ValueError(f"{source}:{number}: expected 'NAME DOMAIN:ROLE URI', got {line!r}")
         name, role, uri = fields
+        if (name, role) in seen:
+            raise ValueError(f"{source}:{number}: {name} ({role}) is listed twice")
+        seen.add((name, role))
         uri = uri.replace("$", name)
         problem = torch_uri_problem(name, role, uri)
         if problem:
@@ -539,18 +542,19 @@ def _rework_outputs(app, doctree) -> None:
     A recorded CUDA section (:func:`torch_pitfalls.recording.split_recordings`) leaves the block
     it was printed in and becomes a box of its own (``pitfalls-recording``) with a label in the
     page's language, so that a recording never shares a block with live output; a section that
-    did not run becomes a labelled box too. On a Chinese page the detectors' messages are
-    rewritten in Chinese (:func:`torch_pitfalls.rules.localize`).
+    did not run becomes a labelled box too. On a Chinese page the detectors' messages and the tags
+    of measured lines are rewritten in Chinese (:func:`torch_pitfalls.rules.localize`,
+    :func:`torch_pitfalls.measure.localize`).
     """
     from docutils import nodes
     from sphinx.util import logging
 
-    from torch_pitfalls import recording, rules
+    from torch_pitfalls import measure, recording, rules
 
     language = page_language(app.config)
     for block in list(doctree.findall(nodes.literal_block)):
         original = block.astext()
-        text = rules.localize(original, language)
+        text = measure.localize(rules.localize(original, language), language)
         try:
             parts = recording.split_recordings(text)
         except ValueError as err:

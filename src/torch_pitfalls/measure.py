@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -54,8 +55,9 @@ def saved_tensors() -> Iterator[SavedTensors]:
     Yields:
         A :class:`SavedTensors` filled in as the graph is recorded.
 
-    Source: "Hooks for saved tensors" in PyTorch's autograd mechanics notes
-    (https://docs.pytorch.org/docs/stable/notes/autograd.html#hooks-for-saved-tensors).
+    Source: `Hooks for saved tensors
+    <https://docs.pytorch.org/docs/stable/notes/autograd.html#hooks-for-saved-tensors>`_ in
+    PyTorch's autograd mechanics notes.
 
     >>> w = torch.ones(1000, requires_grad=True)      # 1000 float32 = 4000 bytes
     >>> with saved_tensors() as saved:
@@ -146,7 +148,7 @@ def median_time(
         TypeError: ``fn`` is not callable.
         ValueError: ``min_run_time`` is not positive, or ``num_threads`` < 1.
 
-    Source: https://docs.pytorch.org/docs/stable/benchmark_utils.html
+    Source: `Benchmark Utils <https://docs.pytorch.org/docs/stable/benchmark_utils.html>`_.
 
     >>> median_time(lambda: None, min_run_time=0.01) > 0
     True
@@ -356,3 +358,42 @@ def measured(text: str, device: torch.device | str | None = None) -> str:
     if device is None:
         return f"{MEASURED} {text}"
     return f"{MEASURED} on {machine(device)}: {text}"
+
+
+MEASURED_LINE = re.compile(
+    r"^\[measured\](?: on (?P<device>\w+) \((?P<what>.*), PyTorch (?P<torch>[^)]+)\):)? ",
+    re.MULTILINE,
+)
+"""The start of a line printed through :func:`~torch_pitfalls.measured`."""
+
+_CPU = re.compile(r"^(?P<cpu>.*), (?P<threads>\d+) threads? of (?P<cpus>\d+) CPUs$")
+
+
+def localize(text: str, language: str) -> str:
+    """``text`` with the tag of every measured line (:func:`~torch_pitfalls.measured`) in
+    ``language``: the docs build runs each page once and shows its output in both languages.
+
+    Raises:
+        ValueError: ``language`` is not ``"en"`` or ``"zh_CN"``.
+
+    >>> print(localize("[measured] on cpu (AMD EPYC, 1 thread of 2 CPUs, PyTorch 2.13.0): 1.2×",
+    ...                "zh_CN"))
+    [实测] cpu（AMD EPYC，2 个 CPU 中用 1 个线程，PyTorch 2.13.0）：1.2×
+    >>> print(localize("[measured] on cuda: 1.12×", "zh_CN"))
+    [实测] on cuda: 1.12×
+    """
+    if language not in ("en", "zh_CN"):
+        raise ValueError(f"language must be 'en' or 'zh_CN', got {language!r}")
+    if language == "en":
+        return text
+
+    def tag(match: re.Match) -> str:
+        if not match["device"]:
+            return "[实测] "
+        what = match["what"]
+        cpu = _CPU.match(what)
+        if cpu:
+            what = f"{cpu['cpu']}，{cpu['cpus']} 个 CPU 中用 {cpu['threads']} 个线程"
+        return f"[实测] {match['device']}（{what}，PyTorch {match['torch']}）："
+
+    return MEASURED_LINE.sub(tag, text)
