@@ -198,11 +198,7 @@ assert not torch.allclose(cleared_inside, full, rtol=1e-5, atol=1e-6)
 # A shortcut skips the micro-batches altogether: compute the loss of one small batch, call
 # ``loss.backward(retain_graph=True)`` on it ``k`` times, then step, as if ``.grad`` now held
 # ``k`` batches.
-# The idea that accumulation and ``retain_graph`` belong together turns up in the wild:
-# a `blog post on calling backward twice
-# <https://www.codegenes.net/blog/callign-backwards-twice-pytorch>`_ gives gradient accumulation
-# as one reason for a second backward and then says that a second backward needs
-# ``retain_graph=True``; in
+# The idea that accumulation and ``retain_graph`` belong together turns up in the wild: in
 # `an issue of the LaVIN repository <https://github.com/luogen1996/LaVIN/issues/32>`_ a reader
 # asked whether an accumulation loop that does not retain the graph keeps only the last
 # micro-batch's gradient (the author answered that each micro-batch builds a graph of its own, so
