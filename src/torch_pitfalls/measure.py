@@ -361,7 +361,7 @@ def measured(text: str, device: torch.device | str | None = None) -> str:
 
 
 MEASURED_LINE = re.compile(
-    r"^\[measured\](?: on (?P<device>\w+) \((?P<what>.*), PyTorch (?P<torch>[^)]+)\):)? ",
+    r"^\[measured\](?: on (?P<device>[\w:]+)(?: \((?P<what>.*), PyTorch (?P<torch>[^)]+)\))?:)? ",
     re.MULTILINE,
 )
 """The start of a line printed through :func:`~torch_pitfalls.measured`."""
@@ -380,7 +380,7 @@ def localize(text: str, language: str) -> str:
     ...                "zh_CN"))
     [实测] cpu（AMD EPYC，2 个 CPU 中用 1 个线程，PyTorch 2.13.0）：1.2×
     >>> print(localize("[measured] on cuda: 1.12×", "zh_CN"))
-    [实测] on cuda: 1.12×
+    [实测] cuda：1.12×
     """
     if language not in ("en", "zh_CN"):
         raise ValueError(f"language must be 'en' or 'zh_CN', got {language!r}")
@@ -390,6 +390,8 @@ def localize(text: str, language: str) -> str:
     def tag(match: re.Match) -> str:
         if not match["device"]:
             return "[实测] "
+        if not match["what"]:
+            return f"[实测] {match['device']}："
         what = match["what"]
         cpu = _CPU.match(what)
         if cpu:
