@@ -3,6 +3,7 @@ on the fix and on the known legitimate cases, and leaves nothing behind."""
 
 from __future__ import annotations
 
+import pickle
 import subprocess
 import sys
 import warnings
@@ -600,3 +601,21 @@ def test_runner_summary_after_an_error_and_static_ids_refused(tmp_path):
         [*command, "--allow", "TP101", str(script)], capture_output=True, text=True
     )
     assert refused.returncode == 2 and "TP101 is a rule of the static checker" in refused.stderr
+
+
+def test_the_hooks_on_parameters_change_nothing_pytorch_does():
+    weight = torch.ones(2, requires_grad=True)  # a plain tensor: pickling it checks its hooks
+    frozen = torch.ones(2, requires_grad=True)
+    optimizer = torch.optim.SGD([weight, frozen], lr=0.1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warnings.simplefilter("ignore", PitfallWarning)
+        with run() as guard:
+            for _ in range(2):
+                optimizer.zero_grad()
+                (weight * frozen).sum().backward()
+                optimizer.step()  # the guards hook the parameters here
+            frozen.requires_grad_(False)  # frozen with its gradient kept: no hook can go on it
+            optimizer.step()
+            pickle.dumps(weight)  # no "backward hook ... will not be serialized"
+    assert found(guard) == []

@@ -480,7 +480,7 @@ class Guards:
             return
         for group in optimizer.param_groups:
             for param in group["params"]:
-                if param.grad is None:
+                if param.grad is None or not param.requires_grad:  # frozen: no backward adds to it
                     self._after_step.pop(id(param), None)
                     continue
                 self._after_step[id(param)] = (weakref.ref(param.grad), param.grad._version)
@@ -506,7 +506,8 @@ class Guards:
             else:
                 self._after_step.pop(id(param), None)
 
-        return hook
+        # not pickled with the tensor: saying so would be a PyTorch warning caused by the guards
+        return torch.utils.hooks.unserializable_hook(hook)
 
     def _accumulated_hook(self, param: torch.Tensor) -> None:  # after accumulation (not grad())
         if param.grad is None:
