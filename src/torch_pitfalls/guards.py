@@ -28,7 +28,11 @@ How the guards work, and what they cost:
 * a global optimizer step hook (``torch.optim.optimizer.register_optimizer_step_post_hook``)
   and gradient hooks on the optimizer's parameters find gradients left from the last step;
 * the opt-in rule ``TP010`` packs every tensor saved for backward with a copy of it
-  (``torch.autograd.graph.saved_tensors_hooks``): it doubles the memory of saved tensors.
+  (``torch.autograd.graph.saved_tensors_hooks``): it doubles the memory of saved tensors;
+* a warnings filter is put first, and ``warnings.warn`` is replaced while a torch function runs,
+  so that PyTorch's own warnings keep the place they have without the guards (the mode's frames
+  stand between your line and PyTorch's code): the same file, line and module, and so the same
+  count under your filters.
 
 Nothing is installed until a guard is entered, everything is removed on exit (also when the
 block raises), and no computed value is changed: the guards only read. Inside ``torch.compile``
