@@ -3,8 +3,14 @@ on the fix and on the known legitimate cases, and leaves nothing behind."""
 
 from __future__ import annotations
 
+import contextlib
+import inspect
+import json
+import pickle
+import re
 import subprocess
 import sys
+import traceback
 import warnings
 from pathlib import Path
 
@@ -18,6 +24,7 @@ from torch.optim import optimizer as optimizer_hooks
 from torch.overrides import _get_current_function_mode_stack
 
 import torch_pitfalls
+from torch_pitfalls import guards as guards_module
 from torch_pitfalls.guards import Guards, PitfallError, PitfallWarning, allow
 
 
@@ -36,6 +43,9 @@ def _quiet_and_clean():
     assert not module_hooks._global_forward_hooks
     assert not optimizer_hooks._global_optimizer_post_hooks
     assert not _get_current_function_mode_stack()
+    assert all(item is not guards_module._FILTER for item in warnings.filters)
+    assert warnings._showwarnmsg is not guards_module._show
+    assert warnings.warn is not guards_module._warn
 
 
 def found(guard: Guards) -> list[str]:
@@ -361,11 +371,15 @@ def test_everything_is_removed_on_exit_even_after_an_exception():
 
 def test_nothing_is_installed_by_importing():
     code = (
+        "import warnings, torch; warn, show, filters = warnings.warn, warnings._showwarnmsg, "
+        "list(warnings.filters);"
         "import torch_pitfalls, torch_pitfalls.guards;"
         "from torch.nn.modules import module as m;"
         "from torch.overrides import _get_current_function_mode_stack as modes;"
         "assert not m._global_forward_pre_hooks and not m._global_forward_hooks;"
-        "assert not modes()"
+        "assert not modes();"
+        "assert warnings.warn is warn and warnings._showwarnmsg is show;"
+        "assert warnings.filters == filters"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
 
@@ -516,13 +530,25 @@ def test_per_sample_gradients_with_vmap_still_work():
     assert found(guard) == []
 
 
-@pytest.mark.filterwarnings("ignore:Using `torch.compile\\(module\\)` when there are global hooks")
 def test_a_compiled_module_still_runs():
     net = small_net()
     compiled = torch.compile(net, backend="eager")  # Dynamo only: no code generation
     x, y = torch.randn(4, 4), torch.randint(0, 2, (4,))
-    with run(net):
-        F.cross_entropy(compiled(x), y).backward()
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        with run(net):
+            F.cross_entropy(compiled(x), y).backward()
+        # PyTorch warns when a compiled module runs global module hooks; the guards' hooks
+        # only read, and that warning is not shown for them, but still for the user's own
+        hook = module_hooks.register_module_forward_hook(lambda module, args, output: None)
+        try:
+            with run(net):
+                compiled(x)
+        finally:
+            hook.remove()
+    assert [str(w.message)[:48] for w in shown if w.category is not PitfallWarning] == [
+        "Using `torch.compile(module)` when there are glo"
+    ]
 
 
 def test_a_gan_loop_and_manual_gradients_are_not_stale_gradients():
@@ -600,3 +626,258 @@ def test_runner_summary_after_an_error_and_static_ids_refused(tmp_path):
         [*command, "--allow", "TP101", str(script)], capture_output=True, text=True
     )
     assert refused.returncode == 2 and "TP101 is a rule of the static checker" in refused.stderr
+
+
+# -- PyTorch's own warnings and errors are PyTorch's: same place, same count ----------------------
+#
+# The guards' mode puts frames between the user's call and PyTorch's code; a warning placed by
+# counting frames (stacklevel, or the innermost frame for a warning from C++) must still name the
+# user's line, and so show once per line under the default filters, as without the guards.
+
+WARNING_SITES = """\
+import contextlib
+import json
+import sys
+import traceback
+import warnings
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import torch_pitfalls
+
+
+def record(message, category, filename, lineno, file=None, line=None):
+    shown.append([category.__name__, str(message), filename, lineno])
+
+
+def run():
+    a, b = torch.zeros(3), torch.zeros(3, 1)
+    for _ in range(3):
+        F.mse_loss(a, b)  # the target broadcasts: three times on this line
+    F.mse_loss(a, b)  # and once on another line
+    nn.MSELoss()(a, b)  # placed in torch/nn/modules/loss.py
+    F.softmax(torch.zeros(2, 3))  # no dim: stacklevel=3
+    x = torch.ones(2, requires_grad=True) * 2
+    x.grad  # a non-leaf tensor's .grad: a warning from C++
+    x.grad
+    F.mse_loss(a, a, size_average=True)  # placed in torch/nn/functional.py
+    F.cross_entropy(torch.full((2, 2), 0.5), torch.tensor([0, 1]))  # the guards' own TP001
+    torch.ones(2, 3) @ torch.ones(2, 3)  # PyTorch's RuntimeError
+
+
+results = {}
+for mode in ("default", "always", "error", "ignore-main"):
+    shown, error = [], None
+    with warnings.catch_warnings():  # the filters as they were, and every registry empty again
+        warnings.showwarning = record  # called after the filters: what is shown, and how often
+        if mode == "ignore-main":
+            warnings.filterwarnings("ignore", module="__main__")
+        elif mode != "default":
+            warnings.simplefilter(mode)
+        guarded = sys.argv[1] == "in-process"
+        try:
+            with torch_pitfalls.guards(language="en") if guarded else contextlib.nullcontext():
+                run()
+        except Exception as raised:
+            frames = traceback.extract_tb(raised.__traceback__)
+            mine = [f.lineno for f in frames if f.filename == __file__]
+            error = [type(raised).__name__, str(raised), mine]
+    results[mode] = {"shown": shown, "error": error}
+print(json.dumps(results))
+"""
+
+
+def line_of(script: Path, text: str) -> int:
+    (number,) = [n for n, line in enumerate(script.read_text().splitlines(), 1) if text in line]
+    return number
+
+
+def test_pytorchs_warnings_and_errors_are_unchanged_by_the_guards(tmp_path):
+    script = tmp_path / "sites.py"
+    script.write_text(WARNING_SITES)
+    commands = {
+        "plain": [sys.executable, str(script), "plain"],
+        "runner": [sys.executable, "-m", "torch_pitfalls.guards", str(script), "plain"],
+        "in-process": [sys.executable, str(script), "in-process"],
+    }
+    running = {
+        name: subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for name, command in commands.items()
+    }
+    results = {}
+    for name, process in running.items():
+        stdout, stderr = process.communicate()
+        assert process.returncode == 0, stderr
+        results[name] = json.loads(stdout)
+    for mode, plain in results["plain"].items():
+        assert plain["error"] and (plain["shown"] or mode == "error")
+        for name in ("runner", "in-process"):
+            guarded = results[name][mode]
+            pytorchs = [w for w in guarded["shown"] if w[0] != "PitfallWarning"]
+            assert pytorchs == plain["shown"], (mode, name)  # category, message, place, count
+            assert guarded["error"] == plain["error"], (mode, name)  # type, message, frames
+            own = [w for w in guarded["shown"] if w[0] == "PitfallWarning"]
+            # the guards' own warning names the user's line (the runner's guards see it once)
+            if mode == "default" or (mode == "always" and name == "in-process"):
+                assert [(w[2], w[3]) for w in own] == [(str(script), line_of(script, "TP001"))]
+                assert own[0][1].startswith("TP001 ")
+    # what the guards once changed: under the default filters, each line once, at that line
+    where = [(Path(w[2]).name, w[3]) for w in results["plain"]["default"]["shown"]]
+    assert where[:2] == [
+        ("sites.py", line_of(script, "three times")),
+        ("sites.py", line_of(script, "another line")),
+    ]
+    assert where[2][0] == "loss.py"
+    assert ("sites.py", line_of(script, "# no dim")) in where
+    assert ("sites.py", line_of(script, "from C++")) in where
+    always = [(Path(w[2]).name, w[3]) for w in results["plain"]["always"]["shown"]]
+    assert always.count(("sites.py", line_of(script, "three times"))) == 3
+    error = results["plain"]["default"]["error"]
+    assert error[0] == "RuntimeError" and error[2][-1] == line_of(script, "RuntimeError")
+    error = results["plain"]["error"]["error"]  # the first warning raises, at the user's line
+    assert error[0] == "UserWarning" and error[2][-1] == line_of(script, "three times")
+    assert results["plain"]["ignore-main"]["shown"]  # those placed in torch's files
+
+
+def emit(x: torch.Tensor, stacklevel: int) -> None:
+    """A function of a library that supports torch function modes, and warns."""
+    if torch.overrides.has_torch_function((x,)):
+        return torch.overrides.handle_torch_function(emit, (x,), x, stacklevel)
+    warnings.warn(f"stacklevel {stacklevel}", UserWarning, stacklevel=stacklevel)
+
+
+def dispatched(x: torch.Tensor, stacklevel: int) -> None:
+    """A public function that calls its implementation, which dispatches on the public one."""
+    return _implementation(x, stacklevel)
+
+
+def _implementation(x: torch.Tensor, stacklevel: int) -> None:
+    if torch.overrides.has_torch_function((x,)):
+        return torch.overrides.handle_torch_function(dispatched, (x,), x, stacklevel)
+    warnings.warn(f"stacklevel {stacklevel}", UserWarning, stacklevel=stacklevel)
+
+
+def warn_at_every_level(function, levels) -> list[list[tuple]]:
+    """The warnings without guards, then with guards (from the same lines of this file)."""
+    x, runs = torch.ones(1), []
+    for guarded in (False, True):
+        with warnings.catch_warnings(record=True) as shown:
+            warnings.simplefilter("always")
+            with torch_pitfalls.guards() if guarded else contextlib.nullcontext():
+                for level in levels:
+                    function(x, level)  # every stacklevel, up to beyond the outermost frame
+        runs.append([(str(w.message), w.category, w.filename, w.lineno) for w in shown])
+    return runs
+
+
+@pytest.mark.parametrize("function", [emit, dispatched])
+def test_stacklevels_find_the_frame_they_find_without_the_guards(function):
+    outermost = len(inspect.stack()) + 2 + (function is dispatched)
+    levels = [-1, 0, *range(1, outermost + 5), 10_000]
+    plain, guarded = warn_at_every_level(function, levels)
+    assert len(plain) == len(levels)
+    assert plain[outermost + 1][2:] != ("sys", 1) and plain[outermost + 2][2:] == ("sys", 1)
+    assert guarded == plain
+
+
+GENERATED = compile("F.mse_loss(torch.zeros(3), torch.zeros(3, 1))", "<generated>", "exec")
+
+
+def warn_twice_per_line():
+    for _ in range(3):
+        F.mse_loss(torch.zeros(3), torch.zeros(3, 1))
+    F.mse_loss(torch.zeros(3), torch.zeros(3, 1))
+    F.softmax(torch.zeros(2, 3))
+    exec(GENERATED, {"F": F, "torch": torch})  # globals without __name__, as FX's code has
+
+
+def test_default_filters_show_each_line_once_in_process():
+    def shown(guarded: bool) -> list[tuple]:
+        with warnings.catch_warnings(record=True) as caught:  # the registries start empty again
+            warnings.simplefilter("default")
+            with torch_pitfalls.guards() if guarded else contextlib.nullcontext():
+                warn_twice_per_line()
+        return [(str(w.message), w.category, w.filename, w.lineno) for w in caught]
+
+    plain = shown(guarded=False)
+    assert [w[2:] for w in plain[:2]] == [(__file__, plain[0][3]), (__file__, plain[0][3] + 1)]
+    assert plain[-1][2:] == ("<generated>", 1)
+    assert shown(guarded=True) == plain
+
+
+def test_warnings_in_compiled_code_keep_their_place():
+    def compiled_code():
+        warnings.warn("the user's own", UserWarning, stacklevel=1)  # Dynamo replays it here
+        return F.softmax(torch.zeros(2, 3)) * 2  # traced, then run by FX's generated code
+
+    def shown(guarded: bool) -> list[tuple]:
+        torch._dynamo.reset()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with torch_pitfalls.guards() if guarded else contextlib.nullcontext():
+                torch.compile(compiled_code, backend="eager")()
+        generated = re.compile(r"<eval_with_key>\.\d+")  # numbered per compilation
+        return [(str(w.message), generated.sub("", w.filename), w.lineno) for w in caught]
+
+    plain = shown(guarded=False)
+    assert ("the user's own", __file__, plain[0][2]) in plain and len(plain) >= 3
+    assert [w for w in shown(guarded=True) if not w[0].startswith("TP")] == plain
+
+
+def test_pytorchs_error_keeps_its_type_message_and_frames():
+    def fail():
+        F.softmax(torch.zeros(2, 3), dim=5)
+
+    def caught(guarded: bool):
+        with pytest.raises(IndexError) as info:
+            with torch_pitfalls.guards() if guarded else contextlib.nullcontext():
+                fail()
+        frames = [(f.name, f.lineno) for f in traceback.extract_tb(info.value.__traceback__)]
+        return type(info.value), str(info.value), [f for f in frames if f[0] == "fail"]
+
+    plain = caught(guarded=False)
+    assert plain[2] and caught(guarded=True) == plain
+
+
+class Noisy(torch.Tensor):
+    """A tensor subclass that warns when summed (which cross_entropy itself never does)."""
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if func is torch.Tensor.sum:
+            warnings.warn("summed", UserWarning, stacklevel=2)
+        return super().__torch_function__(func, types, args, kwargs)
+
+
+def test_the_warnings_of_the_guards_own_reads_are_dropped():
+    logits = torch.randn(2, 3).as_subclass(Noisy)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a warning of the check's own sum would raise here
+        with run() as guard:
+            F.cross_entropy(logits, torch.tensor([0, 1]))  # the TP001 check sums the logits
+            with pytest.warns(UserWarning, match="summed") as shown:
+                logits.sum()  # the user's own sum warns, at the user's line
+    assert found(guard) == []
+    assert [(w.filename, w.lineno) for w in shown] == [(__file__, shown[0].lineno)]
+    line = Path(__file__).read_text(encoding="utf-8").splitlines()[shown[0].lineno - 1]
+    assert "logits.sum()" in line
+
+
+def test_the_hooks_on_parameters_change_nothing_pytorch_does():
+    weight = torch.ones(2, requires_grad=True)  # a plain tensor: pickling it checks its hooks
+    frozen = torch.ones(2, requires_grad=True)
+    optimizer = torch.optim.SGD([weight, frozen], lr=0.1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warnings.simplefilter("ignore", PitfallWarning)
+        with run() as guard:
+            for _ in range(2):
+                optimizer.zero_grad()
+                (weight * frozen).sum().backward()
+                optimizer.step()  # the guards hook the parameters here
+            frozen.requires_grad_(False)  # frozen with its gradient kept: no hook can go on it
+            optimizer.step()
+            pickle.dumps(weight)  # no "backward hook ... will not be serialized"
+    assert found(guard) == []

@@ -28,7 +28,11 @@ How the guards work, and what they cost:
 * a global optimizer step hook (``torch.optim.optimizer.register_optimizer_step_post_hook``)
   and gradient hooks on the optimizer's parameters find gradients left from the last step;
 * the opt-in rule ``TP010`` packs every tensor saved for backward with a copy of it
-  (``torch.autograd.graph.saved_tensors_hooks``): it doubles the memory of saved tensors.
+  (``torch.autograd.graph.saved_tensors_hooks``): it doubles the memory of saved tensors;
+* a warnings filter is put first, and ``warnings.warn`` is replaced while a torch function runs,
+  so that PyTorch's own warnings keep the place they have without the guards (the mode's frames
+  stand between your line and PyTorch's code): the same file, line and module, and so the same
+  count under your filters.
 
 Nothing is installed until a guard is entered, everything is removed on exit (also when the
 block raises), and no computed value is changed: the guards only read. Inside ``torch.compile``
@@ -41,9 +45,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import contextvars
+import functools
 import inspect
+import itertools
+import operator
 import runpy
 import sys
+import threading
 import types
 import warnings
 import weakref
@@ -161,6 +169,33 @@ def _user_place() -> _Place | None:
     return None
 
 
+class _WarningState(threading.local):
+    """How the guards treat a warning raised in this thread (see _warn, _FILTER, _show below)."""
+
+    suspended = 0  # the guards issue a warning themselves, at its place: only the filters decide
+    quiet = 0  # the guards read tensors: a warning is theirs, not the user's, and is dropped
+    pending = None  # for _show: the module of a warning to issue again elsewhere, or _DROP
+
+
+_STATE = _WarningState()
+
+
+def _quiet(hook):
+    """Run a hook of the guards with its warnings dropped: PyTorch would not raise them."""
+
+    @functools.wraps(hook)
+    def quiet(*args):
+        if torch.compiler.is_compiling():  # Dynamo traces hooks: nothing to count there
+            return hook(*args)
+        _STATE.quiet += 1
+        try:
+            return hook(*args)
+        finally:
+            _STATE.quiet -= 1
+
+    return quiet
+
+
 _DROPOUTS = {
     F.dropout,
     F.dropout1d,
@@ -212,22 +247,40 @@ class _Mode(TorchFunctionMode):
         kwargs = kwargs or {}
         if torch.compiler.is_compiling():  # Dynamo traces the mode: inside torch.compile, no checks
             return func(*args, **kwargs)
+        filters = warnings.filters if _GET_FILTERS is None else _GET_FILTERS()
+        if not filters or filters[0] is not _FILTER:  # a filter added since: ours goes first again
+            _put_first(filters)
         check = self.checks.get(func)
         if check is not None:
+            _STATE.quiet += 1
             try:
                 check(func, args, kwargs)
-            except (PitfallError, Warning):  # strict mode, or warnings turned into errors
+            except (PitfallError, PitfallWarning):  # strict mode, or warnings turned into errors
                 raise
             except Exception:
                 pass  # a check only reads: it must not break the user's code (e.g. under vmap)
+            finally:
+                _STATE.quiet -= 1
         call = self.noted.get(func)
-        if call is None:
-            return func(*args, **kwargs)
+        # PyTorch's code runs: its warnings.warn calls go to _warn (unless replaced by the user)
+        replaced = warnings.warn is _warned_by
+        if replaced:
+            warnings.warn = _warn
         try:
+            if call is None:
+                return func(*args, **kwargs)
             return call(func, args, kwargs)
         except Exception as error:
-            self.guards._add_note(error, func, args, kwargs)
+            if call is not None:
+                _STATE.quiet += 1
+                try:
+                    self.guards._add_note(error, func, args, kwargs)
+                finally:
+                    _STATE.quiet -= 1
             raise
+        finally:
+            if replaced:
+                warnings.warn = _warned_by
 
 
 class Guards:
@@ -321,12 +374,16 @@ class Guards:
         if self.strict:
             raise PitfallError(message, rule_id)
         warning = PitfallWarning(message, rule_id)
-        if place is None:
-            warnings.warn(warning, stacklevel=2)
-        else:
-            warnings.warn_explicit(
-                warning, PitfallWarning, filename, lineno, module=place.module, registry={}
-            )
+        _STATE.suspended += 1  # the guards' own warning: no redirection, the user's filters decide
+        try:
+            if place is None:
+                warnings.warn(warning, stacklevel=2)
+            else:
+                warnings.warn_explicit(
+                    warning, PitfallWarning, filename, lineno, module=place.module, registry={}
+                )
+        finally:
+            _STATE.suspended -= 1
 
     def _add_note(self, error: BaseException, func=None, args=(), kwargs=None) -> None:
         text = str(error)
@@ -430,7 +487,11 @@ class Guards:
             self._root_place = _user_place()
         self._running.append(module)
         if "TP010" in self.active_ids:
-            self._buffers.update(b.data_ptr() for b in module.buffers(recurse=False))
+            _STATE.quiet += 1  # the guards' own reads (the other checks here read no tensor)
+            try:
+                self._buffers.update(b.data_ptr() for b in module.buffers(recurse=False))
+            finally:
+                _STATE.quiet -= 1
         if not module.training or torch.is_grad_enabled() or not self._watches(module):
             return
         if isinstance(module, _BATCH_NORMS):
@@ -463,6 +524,7 @@ class Guards:
     def _watches_optimizer(self, optimizer: torch.optim.Optimizer) -> bool:
         return not self.optimizers or any(optimizer is o for o in self.optimizers)
 
+    @_quiet
     def _step_pre_hook(self, optimizer: torch.optim.Optimizer, args, kwargs) -> None:
         if not self._watches_optimizer(optimizer):
             return
@@ -475,12 +537,13 @@ class Guards:
                 if param.grad is grad_ref() and param.grad._version == version:
                     self._flag("TP005", place)
 
+    @_quiet
     def _step_post_hook(self, optimizer: torch.optim.Optimizer, args, kwargs) -> None:
         if not self._watches_optimizer(optimizer):
             return
         for group in optimizer.param_groups:
             for param in group["params"]:
-                if param.grad is None:
+                if param.grad is None or not param.requires_grad:  # frozen: no backward adds to it
                     self._after_step.pop(id(param), None)
                     continue
                 self._after_step[id(param)] = (weakref.ref(param.grad), param.grad._version)
@@ -506,8 +569,10 @@ class Guards:
             else:
                 self._after_step.pop(id(param), None)
 
-        return hook
+        # not pickled with the tensor: saying so would be a PyTorch warning caused by the guards
+        return torch.utils.hooks.unserializable_hook(_quiet(hook))
 
+    @_quiet
     def _accumulated_hook(self, param: torch.Tensor) -> None:  # after accumulation (not grad())
         if param.grad is None:
             return
@@ -522,12 +587,14 @@ class Guards:
 
     # -- tensors saved for backward, changed behind autograd's back (opt-in) ------------------
 
+    @_quiet
     def _pack(self, tensor: torch.Tensor):
         unusual = tensor.layout != torch.strided or tensor.device.type == "meta"
         if unusual or tensor.data_ptr() in self._buffers:  # buffers: BatchNorm's running stats
             return (tensor, None, None)
         return (tensor, tensor._version, tensor.detach().clone())
 
+    @_quiet
     def _unpack(self, packed) -> torch.Tensor:
         tensor, version, copy = packed
         if version is None:
@@ -572,6 +639,8 @@ class Guards:
         self._backward_place = None
         self._root_place = None
         try:
+            _install()
+            stack.callback(_uninstall)
             handle = _module.register_module_forward_pre_hook(self._forward_pre_hook)
             stack.callback(handle.remove)
             handle = _module.register_module_forward_hook(self._forward_hook, always_call=True)
@@ -601,6 +670,273 @@ class Guards:
             self._running = []
             self._after_step, self._pending, self._stale_sums, self._hooked = {}, {}, {}, {}
             self._root_place = self._backward_place = None
+
+
+# -- PyTorch's own warnings, at the place PyTorch gives them -------------------------------------
+#
+# While the mode runs a torch function, frames stand between the user's call and PyTorch's code:
+# _Mode.__torch_function__ (and Guards._call), and, for a function written in Python, also
+# torch.overrides.handle_torch_function and the first frames of the function itself, which then
+# runs again inside the mode. Python places a warning by counting frames (``stacklevel``; a warning
+# from C++ goes to the innermost Python frame), so PyTorch's warnings would land on a line of this
+# file and, all sharing that line, show once for every place that raises them. While guards are
+# active, a warning is placed as Python places it in the stack without those frames, and issued
+# with warnings.warn_explicit, with the module and registry of that frame, through the filters:
+#
+# * while PyTorch's code runs under the mode, warnings.warn is _warn, which knows the stacklevel:
+#   every warning raised from Python (not outside: Dynamo knows the original when it compiles);
+# * the first warnings filter is _FILTER (put first again at each torch call): it takes a warning
+#   from C++ placed on a frame of the guards (action "always": no registry is written), and
+#   _show, which Python then calls, issues it again; anything else goes on to the other filters.
+#   A warning of another ``stacklevel`` that reaches _show, from Python code that holds its own
+#   reference to the original warnings.warn, is placed by the frame it landed on: where the same
+#   file and line repeat in the stack, the innermost is taken.
+#
+# The warnings of the guards' own reads (checks, hooks) are dropped, and so is the one PyTorch
+# raises because the guards' module hooks are global.
+
+_DROP = object()
+_GET_FILTERS = getattr(warnings, "_get_filters", None)  # Python 3.14: per context, when enabled
+_TORCH_FUNCTION_CODE = _Mode.__torch_function__.__code__
+_WRAPPER_CODES = {Guards._call.__code__, Guards._call_backward.__code__}
+_HANDLE_CODE = torch.overrides.handle_torch_function.__code__
+_OUTER_FRAMES = 8  # the most frames of a Python torch function before handle_torch_function
+_WARNINGS_CODES = {
+    f.__code__
+    for f in (warnings.warn, warnings.warn_explicit, warnings._showwarnmsg)
+    if hasattr(f, "__code__")  # the Python implementation of warn, where C's is missing
+}
+_INSTALLED = 0
+_INSTALL_LOCK = threading.Lock()
+_shown_by = warnings._showwarnmsg
+try:
+    from _warnings import warn as _warned_by  # the interpreter's, even if replaced since
+except ImportError:  # pragma: no cover - an interpreter without the C module
+    _warned_by = warnings.warn
+
+
+def _warn(message, category=None, stacklevel=1, source=None, **options):
+    """``warnings.warn`` while PyTorch's code runs under a guard's mode."""
+    if torch.compiler.is_compiling():  # Dynamo traces this: it meets the original, as without us
+        return _warned_by(message, category, stacklevel, source, **options)
+    state = _STATE
+    redirecting = _INSTALLED and not state.suspended
+    if redirecting and state.quiet:
+        return None
+    prefixes = options.get("skip_file_prefixes", ())
+    try:
+        level = operator.index(stacklevel)
+        kind = UserWarning if category is None else category
+        kind = type(message) if isinstance(message, Warning) else kind
+        valid = isinstance(kind, type) and issubclass(kind, Warning)
+        valid = valid and set(options) <= {"skip_file_prefixes"} and isinstance(prefixes, tuple)
+    except TypeError:
+        valid = False
+    if not valid or (options and sys.version_info < (3, 12)):
+        return _warned_by(message, category, stacklevel, source, **options)  # its TypeError
+    frames = _frames(sys._getframe(1))
+    if redirecting and frames and _hooks_warning(frames[0]):
+        return None
+    inserted = _inserted(frames)
+    kept = [frame for index, frame in enumerate(frames) if index not in inserted]
+    frame = _at_level(kept, max(level, 2) if prefixes else level, prefixes)
+    _issue(message, kind, frame, source)
+    return None
+
+
+def _issue(message, category, frame: types.FrameType | None, source) -> None:
+    """Issue a warning at a frame, as ``warnings.warn`` does from there (None: no frame)."""
+    _STATE.suspended += 1
+    try:
+        if frame is None:  # beyond the outermost frame: as Python does then
+            _warned_by(message, category, sys.maxsize, source)
+        else:
+            module_globals = frame.f_globals
+            warnings.warn_explicit(
+                message,
+                category,
+                frame.f_code.co_filename,
+                -1 if frame.f_lineno is None else frame.f_lineno,
+                _module_name(module_globals),
+                module_globals.setdefault("__warningregistry__", {}),
+                source=source,
+            )
+    finally:
+        _STATE.suspended -= 1
+
+
+class _Redirect:
+    """The module pattern of _FILTER: ``match(module)`` says whether _show takes the warning."""
+
+    def match(self, module: str) -> bool:
+        state = _STATE
+        state.pending = None
+        if state.suspended or not _INSTALLED:
+            return False
+        if state.quiet:
+            state.pending = _DROP
+            return True
+        frames = _frames(sys._getframe(1))
+        if frames and _hooks_warning(frames[0]):
+            state.pending = _DROP
+            return True
+        inserted = _inserted(frames)
+        if not inserted:
+            return False
+        # placed at or above the inserted frames (else nothing moves, and the filters go on)
+        if any(_module_name(f.f_globals) == module for f in frames[min(inserted) :]):
+            state.pending = module
+            return True
+        return False
+
+
+_FILTER = ("always", None, Warning, _Redirect(), 0)
+
+
+def _show(msg: warnings.WarningMessage) -> None:
+    """``warnings._showwarnmsg`` while guards are active: issues again what _FILTER took."""
+    state = _STATE
+    pending, state.pending = state.pending, None
+    if pending is None:  # another filter let it through
+        _shown_by(msg)
+        return
+    if pending is _DROP:
+        return
+    frames = _frames(sys._getframe(1))
+    level = next(
+        (
+            level
+            for level, index in enumerate(_positions(frames), 1)
+            if frames[index].f_code.co_filename == msg.filename
+            and frames[index].f_lineno == msg.lineno
+        ),
+        None,
+    )
+    if level is None:  # not placed by a frame (warn_explicit): same place, with its module
+        _STATE.suspended += 1
+        try:
+            warnings.warn_explicit(
+                msg.message, msg.category, msg.filename, msg.lineno, pending, source=msg.source
+            )
+        finally:
+            _STATE.suspended -= 1
+        return
+    inserted = _inserted(frames)
+    kept = [frame for index, frame in enumerate(frames) if index not in inserted]
+    _issue(msg.message, msg.category, _at_level(kept, level), msg.source)
+
+
+def _frames(frame: types.FrameType | None) -> list[types.FrameType]:
+    """The frames from the one that raised a warning outwards."""
+    while frame is not None and frame.f_code in _WARNINGS_CODES:
+        frame = frame.f_back
+    frames = []
+    while frame is not None:
+        frames.append(frame)
+        frame = frame.f_back
+    return frames
+
+
+def _inserted(frames: list[types.FrameType]) -> set[int]:
+    """The indices of the frames that are there only because a guard's mode is active."""
+    inserted = set()
+    for i, frame in enumerate(frames):
+        if frame.f_code in _WRAPPER_CODES:
+            inserted.add(i)
+        elif frame.f_code is _TORCH_FUNCTION_CODE:
+            inserted.add(i)
+            if i + 1 < len(frames) and frames[i + 1].f_code is _HANDLE_CODE:
+                # a Python function: handle_torch_function, then the function's first run
+                inserted.add(i + 1)
+                public = getattr(frame.f_locals.get("func"), "__code__", None)
+                outer = frames[i + 2 : i + 2 + _OUTER_FRAMES]
+                last = next((n for n, f in enumerate(outer) if f.f_code is public), 0)
+                inserted.update(range(i + 2, min(i + 3 + last, len(frames))))
+    return inserted
+
+
+def _positions(frames: list[types.FrameType], prefixes: tuple[str, ...] = ()) -> Iterator[int]:
+    """The index of the frame that ``stacklevel`` 1, 2, ... gives, as Python counts them."""
+    if not frames:
+        return
+    skip = not _internal(frames[0])  # Python skips its import machinery's frames
+    i = 0
+    while i < len(frames):
+        yield i
+        i += 1
+        while (
+            skip
+            and i < len(frames)
+            and (_internal(frames[i]) or frames[i].f_code.co_filename.startswith(prefixes))
+        ):
+            i += 1
+
+
+def _at_level(
+    frames: list[types.FrameType], level: int, prefixes: tuple[str, ...] = ()
+) -> types.FrameType | None:
+    """The frame ``stacklevel=level`` gives (None: beyond the outermost frame)."""
+    if level <= 0:
+        return frames[0] if frames else None
+    index = next(itertools.islice(_positions(frames, prefixes), level - 1, None), None)
+    return None if index is None else frames[index]
+
+
+def _internal(frame: types.FrameType) -> bool:
+    filename = frame.f_code.co_filename
+    return "importlib" in filename and "_bootstrap" in filename
+
+
+def _module_name(module_globals: dict):
+    """The module name a warning gets from a frame's globals, as Python finds it."""
+    name = module_globals.get("__name__", "<string>")  # missing in FX's generated code, say
+    return name if name is None or isinstance(name, str) else "<string>"
+
+
+def _hooks_warning(frame: types.FrameType) -> bool:
+    """PyTorch's warning that a compiled module runs global module hooks, when all are ours."""
+    eval_frame = sys.modules.get("torch._dynamo.eval_frame")
+    compiled = getattr(eval_frame, "OptimizedModule", None)
+    if compiled is None or frame.f_code is not compiled.__call__.__code__:
+        return False
+    hooks = [
+        getattr(_module, name, {})
+        for name in ("_global_forward_pre_hooks", "_global_forward_hooks")
+        + ("_global_backward_pre_hooks", "_global_backward_hooks")
+    ]
+    return all(isinstance(getattr(h, "__self__", None), Guards) for d in hooks for h in d.values())
+
+
+def _put_first(filters: list) -> None:
+    """Make _FILTER the first warnings filter (moved, not added: no registry is reset)."""
+    for i, item in enumerate(filters):
+        if item is _FILTER:
+            del filters[i]
+            break
+    filters.insert(0, _FILTER)
+
+
+def _install() -> None:
+    global _INSTALLED, _shown_by
+    with _INSTALL_LOCK:
+        if not _INSTALLED:
+            if warnings._showwarnmsg is not _show:
+                _shown_by = warnings._showwarnmsg
+            warnings._showwarnmsg = _show
+        _INSTALLED += 1
+    _put_first(warnings.filters if _GET_FILTERS is None else _GET_FILTERS())
+
+
+def _uninstall() -> None:
+    global _INSTALLED
+    with _INSTALL_LOCK:
+        _INSTALLED -= 1
+        if _INSTALLED:
+            return
+        filters = warnings.filters if _GET_FILTERS is None else _GET_FILTERS()
+        filters[:] = [item for item in filters if item is not _FILTER]
+        if warnings._showwarnmsg is _show:
+            warnings._showwarnmsg = _shown_by
 
 
 class _CallableModule(types.ModuleType):
