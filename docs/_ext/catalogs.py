@@ -73,14 +73,20 @@ def carry_over(catalog: polib.POFile, cutoff: float = 0.5) -> int:
 
 
 def carry_over_all(messages: Path = MESSAGES) -> int:
-    """:func:`carry_over` on every catalog; prints and returns how many entries were carried."""
+    """:func:`carry_over` on every catalog; prints and returns how many entries were carried.
+
+    Every catalog is also written in one form, polib's (lines wrapped at 78 columns), whatever
+    wrote it last (``sphinx-intl``, an editor, a script), so that a change of one message is a
+    change of a few lines.
+    """
     total = 0
     for path in sorted(messages.rglob("*.po")):
         catalog = polib.pofile(str(path))
         carried = carry_over(catalog)
         if carried:
-            catalog.save()
             print(f"{path.relative_to(messages)}: {carried} changed message(s) kept as fuzzy")
+        if carried or str(catalog) + "\n" != path.read_text(encoding="utf-8"):
+            catalog.save()
         total += carried
     return total
 
