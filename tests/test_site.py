@@ -153,3 +153,21 @@ def test_read_the_docs_publishes_the_build_root_where_the_detectors_link():
     assert commands[-1] == "cp -r docs/_build/html/. $READTHEDOCS_OUTPUT/html/"
     assert published_url.mismatch(rules.BASE_URL + "/", rules.BASE_URL) is None
     assert published_url.mismatch(rules.BASE_URL + "/en/latest/", rules.BASE_URL)
+
+
+def test_the_offline_link_check_fails_on_a_placeholder_and_a_bare_url(tmp_path, capsys):
+    import linkcheck
+
+    page = tmp_path / "en" / "page.html"
+    page.parent.mkdir()
+    torch_docs = "https://docs.pytorch.org/docs/stable/"
+    page.write_text(
+        f'<a href="{torch_docs}generated/$.html#torch.nn.ReLU">ReLU</a>'
+        f'<a href="{torch_docs}generated/torch.nn.ReLU.html#torch.nn.ReLU">ReLU</a>'
+        '<a href="https://github.com/pytorch/pytorch/pull/1">https://github.com/pytorch/pytorch/pull/1</a>'
+        '<a href="https://github.com/pytorch/pytorch/pull/2">PR 2</a>',
+        encoding="utf-8",
+    )
+    assert linkcheck.check_external(tmp_path) == 2
+    out = capsys.readouterr().out
+    assert "4 external links" in out and "2  docs.pytorch.org" in out and "2  github.com" in out
