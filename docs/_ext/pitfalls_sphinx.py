@@ -37,21 +37,41 @@ PAGE_ORDER = [
     "tensor-to-numpy",
     "item-and-tolist",
     "torch-load-weights-only",
+    # data
+    "dataloader-worker-rng",
+    "float64-creep",
+    "split-shared-transform",
+    "iterable-dataset-duplicates",
     # losses
     "cross-entropy-expects-logits",
     "loss-targets-and-kl",
+    "mse-broadcasting",
+    "bce-with-logits",
+    "loss-weights-reduction",
+    "token-mean-accumulation",
     # modules
     "train-eval-mode",
     "functional-dropout",
     "batchnorm-running-stats",
+    "modulelist-vs-list",
+    "register-buffer",
+    "embedding-padding-idx",
+    "rnn-hidden-batch-first",
+    "pack-padded-sequence",
+    "attention-mask-polarity",
     # tensors
     "index-select",
     "interpolate-batch-dim",
     "softmax-dim",
+    "view-noncontiguous",
+    "reshape-vs-permute",
+    "expand-inplace-write",
+    "legacy-tensor-constructor",
+    "align-corners",
 ]
 
 #: Reading order of the topics (folders of examples/).
-TOPIC_ORDER = ["autograd", "devices", "losses", "modules", "tensors"]
+TOPIC_ORDER = ["autograd", "devices", "data", "losses", "modules", "tensors"]
 
 
 class CatalogOrder:
