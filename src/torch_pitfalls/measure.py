@@ -378,7 +378,7 @@ def localize(text: str, language: str) -> str:
 
     >>> print(localize("[measured] on cpu (AMD EPYC, 1 thread of 2 CPUs, PyTorch 2.13.0): 1.2×",
     ...                "zh_CN"))
-    [实测] cpu（AMD EPYC，2 个 CPU 中用 1 个线程，PyTorch 2.13.0）：1.2×
+    [实测] cpu（AMD EPYC，共 2 个 CPU，使用 1 个线程，PyTorch 2.13.0）：1.2×
     >>> print(localize("[measured] on cuda: 1.12×", "zh_CN"))
     [实测] cuda：1.12×
     """
@@ -395,7 +395,7 @@ def localize(text: str, language: str) -> str:
         what = match["what"]
         cpu = _CPU.match(what)
         if cpu:
-            what = f"{cpu['cpu']}，{cpu['cpus']} 个 CPU 中用 {cpu['threads']} 个线程"
+            what = f"{cpu['cpu']}，共 {cpu['cpus']} 个 CPU，使用 {cpu['threads']} 个线程"
         return f"[实测] {match['device']}（{what}，PyTorch {match['torch']}）："
 
     return MEASURED_LINE.sub(tag, text)
