@@ -245,8 +245,8 @@ with expect_raises(IndexError, "out of bounds"):
     nn.CrossEntropyLoss()(one_unit(features).cpu(), labels.long().flatten().cpu())
 
 # %%
-# **Two classes need either one output unit and** :class:`~torch.nn.BCEWithLogitsLoss` **, or two
-# output units and** :class:`~torch.nn.CrossEntropyLoss` **with class indices.**
+# **Two classes need either one output unit with** :class:`~torch.nn.BCEWithLogitsLoss` **or two
+# output units with** :class:`~torch.nn.CrossEntropyLoss` **and class indices.**
 # Both are the same model: two logits ``[0, z]`` give the softmax probability ``σ(z)`` for class
 # 1, so cross-entropy on them equals the binary loss on ``z``:
 
@@ -284,9 +284,9 @@ torch.testing.assert_close(loss_one_unit, loss_two_units)
 # Takeaway
 # --------
 #
-# **Never put a sigmoid in front of a loss: give the logit to** ``BCEWithLogitsLoss`` **, which is
-# exact where** ``BCELoss(sigmoid(x))`` **clamps the loss and loses the gradient, and which CUDA
-# autocast accepts.**
+# **Never put a sigmoid in front of a loss: give the logit to** ``BCEWithLogitsLoss``.
+# It is exact where ``BCELoss(sigmoid(x))`` clamps the loss and loses the gradient, and CUDA
+# autocast accepts it.
 # For two classes use one output unit with :class:`~torch.nn.BCEWithLogitsLoss`, or two with
 # :class:`~torch.nn.CrossEntropyLoss`; a single unit under :class:`~torch.nn.CrossEntropyLoss`
 # always has a loss of zero.

@@ -125,16 +125,17 @@ torch.testing.assert_close(sum(sums) / total_tokens, full_loss.item(), rtol=1e-5
 # %%
 # How far the loss is off depends on how the token losses of the two micro-batches differ: here
 # the short sequences have the higher token mean, and counting them more pushes the loss up.
-# Sequences of different lengths are the normal case, so are micro-batches with different numbers
-# of real tokens: the error is there in almost every step, and larger the more the lengths vary.
+# Sequences of different lengths are the normal case, and so are micro-batches with different
+# numbers of real tokens: the error is there in almost every step, and larger the more the lengths
+# vary.
 #
 # The fix
 # -------
 #
 # **Count the real tokens of the whole batch before the loop; sum the token losses of each
-# micro-batch (** ``reduction="sum"`` **) and divide by that count.**
-# Every token then has the weight ``1 / 24``, and the accumulated gradient is the whole batch's,
-# to rounding:
+# micro-batch and divide by that count.**
+# With ``reduction="sum"`` and that division, every token has the weight ``1 / 24``, and the
+# accumulated gradient is the whole batch's, to rounding:
 
 total = int((labels != -100).sum())  # real tokens of the whole batch, counted once
 model.zero_grad()
@@ -162,7 +163,7 @@ assert torch.isnan(empty_mean) and empty_sum.item() == 0
 # %%
 # Padding must also stay out of the count.
 # Taking ``.mean()`` of the ``reduction="none"`` output divides by every position, padded or not
-# (here 40 instead of 24), which shrinks the loss of short sequences further:
+# (here 40 instead of 24): the more padding a batch holds, the smaller its loss looks:
 
 per_position = F.cross_entropy(model(tokens).flatten(0, 1), labels.flatten(), reduction="none")
 print(f"mean over all {per_position.numel()} positions: {per_position.mean().item():.4f}   "
