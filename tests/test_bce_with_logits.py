@@ -19,7 +19,9 @@ def test_bce_with_logits(device):
     # BCELoss(sigmoid): clamped at 100 and no gradient once the sigmoid rounds to 1
     loss_bce, grad_bce = run["loss_bce"].detach().cpu(), run["logits_a"].grad.cpu()
     assert (loss_bce[saturated] == 100).all() and (grad_bce[saturated] == 0).all()
-    torch.testing.assert_close(loss_bce[~saturated].double(), run["exact"][~saturated], rtol=1e-3, atol=0)
+    torch.testing.assert_close(
+        loss_bce[~saturated].double(), run["exact"][~saturated], rtol=1e-3, atol=0
+    )
     assert run["logit_after_bce"] == 20.0 and run["logit_after_logits"] < 0
     assert run["p20"] == 1 and run["p9"] == 1
     torch.testing.assert_close(run["stable"], run["loss_logits"].detach())

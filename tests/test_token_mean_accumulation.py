@@ -23,6 +23,4 @@ def test_token_mean_accumulation(device):
     assert torch.isnan(run["empty_mean"]) and run["empty_sum"].item() == 0
     # .mean() over every position divides by 40, not 24
     assert run["per_position"].numel() == 40
-    torch.testing.assert_close(
-        run["per_position"].mean() * 40 / 24, run["full_loss"]
-    )
+    torch.testing.assert_close(run["per_position"].mean() * 40 / 24, run["full_loss"])

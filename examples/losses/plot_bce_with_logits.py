@@ -98,8 +98,10 @@ def train_logit(with_logits, steps=30):
 
 logit_after_bce = train_logit(with_logits=False)
 logit_after_logits = train_logit(with_logits=True)
-print(f"after 30 steps: BCELoss(sigmoid) {logit_after_bce:.4f}, "
-      f"BCEWithLogitsLoss {logit_after_logits:.4f}")
+print(
+    f"after 30 steps: BCELoss(sigmoid) {logit_after_bce:.4f}, "
+    f"BCEWithLogitsLoss {logit_after_logits:.4f}"
+)
 assert logit_after_bce == 20.0 and logit_after_logits < 0
 
 # %%
@@ -254,8 +256,10 @@ z = one_unit(features)
 two_logits = torch.cat([torch.zeros_like(z), z], dim=1)  # (N, 2)
 loss_one_unit = nn.BCEWithLogitsLoss()(z, labels)
 loss_two_units = nn.CrossEntropyLoss()(two_logits, labels.long().flatten())
-print(f"BCEWithLogitsLoss on 1 unit: {loss_one_unit.item():.6f}  "
-      f"CrossEntropyLoss on 2 units: {loss_two_units.item():.6f}")
+print(
+    f"BCEWithLogitsLoss on 1 unit: {loss_one_unit.item():.6f}  "
+    f"CrossEntropyLoss on 2 units: {loss_two_units.item():.6f}"
+)
 torch.testing.assert_close(loss_one_unit, loss_two_units)
 
 # %%

@@ -103,14 +103,18 @@ per_sample_ignored = F.cross_entropy(logits, ignored, weight=class_weights, redu
 loss_ignored = F.cross_entropy(logits, ignored, weight=class_weights)
 kept = ignored != -100
 print("per-sample losses, sample 1 ignored:", per_sample_ignored)
-print(f"reduction='mean': {loss_ignored.item():.4f}   "
-      f"sum / weights of the kept targets: "
-      f"{(per_sample_ignored.sum() / class_weights[ignored[kept]].sum()).item():.4f}   "
-      f".mean() of 'none': {per_sample_ignored.mean().item():.4f}")
+print(
+    f"reduction='mean': {loss_ignored.item():.4f}   "
+    f"sum / weights of the kept targets: "
+    f"{(per_sample_ignored.sum() / class_weights[ignored[kept]].sum()).item():.4f}   "
+    f".mean() of 'none': {per_sample_ignored.mean().item():.4f}"
+)
 all_ignored = F.cross_entropy(logits[:2], torch.full((2,), -100, device=device))
 print(f"every target ignored: {all_ignored.item()}")
 assert per_sample_ignored[1] == 0
-torch.testing.assert_close(loss_ignored, per_sample_ignored.sum() / class_weights[ignored[kept]].sum())
+torch.testing.assert_close(
+    loss_ignored, per_sample_ignored.sum() / class_weights[ignored[kept]].sum()
+)
 assert torch.isnan(all_ignored)
 
 # %%
@@ -136,10 +140,14 @@ with torch.no_grad():
     plain_whole = F.cross_entropy(model(inputs), labels)
 mean_of_batches = torch.stack(batch_losses).mean()
 print("sum of weights per batch:", [class_weights[yb].sum().item() for _, yb in halves])
-print(f"weighted:   mean of the 2 batch losses {mean_of_batches.item():.4f}, "
-      f"loss of all 12 {whole.item():.4f}")
-print(f"unweighted: mean of the 2 batch losses {torch.stack(plain_batches).mean().item():.4f}, "
-      f"loss of all 12 {plain_whole.item():.4f}")
+print(
+    f"weighted:   mean of the 2 batch losses {mean_of_batches.item():.4f}, "
+    f"loss of all 12 {whole.item():.4f}"
+)
+print(
+    f"unweighted: mean of the 2 batch losses {torch.stack(plain_batches).mean().item():.4f}, "
+    f"loss of all 12 {plain_whole.item():.4f}"
+)
 assert abs(mean_of_batches - whole) > 0.01
 torch.testing.assert_close(torch.stack(plain_batches).mean(), plain_whole)
 
@@ -182,7 +190,9 @@ assert relative > 0.05
 total_weight = class_weights[labels[labels != -100]].sum()
 model.zero_grad()
 for xb, yb in halves:
-    (F.cross_entropy(model(xb), yb, weight=class_weights, reduction="sum") / total_weight).backward()
+    (
+        F.cross_entropy(model(xb), yb, weight=class_weights, reduction="sum") / total_weight
+    ).backward()
 by_total_weight = flat_grad(model)
 max_diff = (by_total_weight - full).abs().max().item()
 print(f"sum / total weight of the batch: largest difference from the whole batch {max_diff:.3g}")
@@ -208,9 +218,11 @@ assert torch.allclose(by_total_weight, full, rtol=1e-5, atol=1e-6)
 one_hot = F.one_hot(targets, 3).float()
 loss_indices = F.cross_entropy(logits, targets, weight=class_weights)
 loss_one_hot = F.cross_entropy(logits, one_hot, weight=class_weights)
-print(f"weighted, class indices: {loss_indices.item():.4f}   "
-      f"one-hot probabilities: {loss_one_hot.item():.4f}   "
-      f"sum / number of samples: {(per_sample.sum() / len(targets)).item():.4f}")
+print(
+    f"weighted, class indices: {loss_indices.item():.4f}   "
+    f"one-hot probabilities: {loss_one_hot.item():.4f}   "
+    f"sum / number of samples: {(per_sample.sum() / len(targets)).item():.4f}"
+)
 torch.testing.assert_close(loss_one_hot, per_sample.sum() / len(targets))
 assert abs(loss_one_hot - loss_indices) > 0.5
 
@@ -219,8 +231,10 @@ binary_targets = torch.tensor([0.0, 1.0, 1.0, 0.0], device=device)
 element_weights = torch.tensor([1.0, 2.0, 3.0, 4.0], device=device)
 loss_bce = F.binary_cross_entropy_with_logits(binary_logits, binary_targets, weight=element_weights)
 elementwise = F.binary_cross_entropy_with_logits(binary_logits, binary_targets, reduction="none")
-print(f"BCEWithLogitsLoss(weight=...): {loss_bce.item():.4f}   "
-      f"mean of weighted elements: {(elementwise * element_weights).mean().item():.4f}")
+print(
+    f"BCEWithLogitsLoss(weight=...): {loss_bce.item():.4f}   "
+    f"mean of weighted elements: {(elementwise * element_weights).mean().item():.4f}"
+)
 torch.testing.assert_close(loss_bce, (elementwise * element_weights).mean())
 
 # %%

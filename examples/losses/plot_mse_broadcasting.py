@@ -114,8 +114,10 @@ with torch.no_grad():
     line_wrong = model_wrong(grid).squeeze(1).cpu()
     line_right = model_right(grid).squeeze(1).cpu()
 ax.scatter(x.squeeze(1).cpu(), y.cpu(), s=14, color="gray", label="data")
-ax.plot(grid.squeeze(1).cpu(), line_right, linewidth=2.5, label="target (N, 1)")
-ax.plot(grid.squeeze(1).cpu(), line_wrong, linewidth=2.5, linestyle="--", label="target (N,)")
+ax.plot(grid.squeeze(1).cpu(), line_right, linewidth=2.5, label="target (N, 1): same shape")
+ax.plot(
+    grid.squeeze(1).cpu(), line_wrong, linewidth=2.5, linestyle="--", label="target (N,): broadcast"
+)
 ax.set_title("Linear fit after 200 steps")
 ax.set_xlabel("x")
 ax.set_ylabel("y")
@@ -135,7 +137,9 @@ assert abs(line_wrong[1] - line_wrong[0]) < 0.05 < 4 < line_right[1] - line_righ
 difference = prediction - y
 print("shape of prediction - y:", tuple(difference.shape))
 pairs = (difference**2).mean()
-print(f"mean over all {n}×{n} pairs: {pairs.item():.4f}  (the MSELoss above: {loss_wrong.item():.4f})")
+print(
+    f"mean over all {n}×{n} pairs: {pairs.item():.4f}  (the MSELoss above: {loss_wrong.item():.4f})"
+)
 assert difference.shape == (n, n)
 torch.testing.assert_close(loss_wrong, pairs)
 
@@ -187,8 +191,10 @@ with warnings.catch_warnings():
     loss_unsqueezed = nn.MSELoss()(prediction, y.unsqueeze(1))
     loss_squeezed = nn.MSELoss()(prediction.squeeze(1), y)
 by_hand = ((prediction.squeeze(1) - y) ** 2).mean()
-print(f"target unsqueezed: {loss_unsqueezed.item():.4f}  prediction squeezed: "
-      f"{loss_squeezed.item():.4f}  by hand: {by_hand.item():.4f}")
+print(
+    f"target unsqueezed: {loss_unsqueezed.item():.4f}  prediction squeezed: "
+    f"{loss_squeezed.item():.4f}  by hand: {by_hand.item():.4f}"
+)
 torch.testing.assert_close(loss_unsqueezed, by_hand)
 torch.testing.assert_close(loss_squeezed, by_hand)
 
@@ -199,8 +205,9 @@ torch.testing.assert_close(loss_squeezed, by_hand)
 # again (here a warning about a 0-dimensional input):
 
 last_prediction, last_target = model(x[:1]), y[:1]
-print("squeeze():", tuple(last_prediction.squeeze().shape),
-      " squeeze(1):", tuple(last_prediction.squeeze(1).shape), " target:", tuple(last_target.shape))
+squeezed_all, squeezed_one = last_prediction.squeeze(), last_prediction.squeeze(1)
+print(f"squeeze(): {tuple(squeezed_all.shape)}  squeeze(1): {tuple(squeezed_one.shape)}  ", end="")
+print(f"target: {tuple(last_target.shape)}")
 assert last_prediction.squeeze().shape == () and last_prediction.squeeze(1).shape == (1,)
 with expect_warns(UserWarning, r"input size \(torch.Size\(\[\]\)\)"):
     nn.MSELoss()(last_prediction.squeeze(), last_target)

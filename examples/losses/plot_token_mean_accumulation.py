@@ -108,15 +108,21 @@ assert abs(sum(micro_losses) - full_loss.item()) > 0.05 and relative > 0.05
 
 total_tokens = sum(real_tokens)
 weights = [1 / (len(micro_batches) * n) for n in real_tokens]
-print(f"weight of one token: short micro-batch {weights[0]:.4f}, long {weights[1]:.4f}, "
-      f"whole batch {1 / total_tokens:.4f}")
+print(
+    f"weight of one token: short micro-batch {weights[0]:.4f}, long {weights[1]:.4f}, "
+    f"whole batch {1 / total_tokens:.4f}"
+)
 print(f"a short-batch token counts {weights[0] / weights[1]:.2f}× a long-batch token")
 sums = [token_loss(rows, reduction="sum").item() for rows in micro_batches]
 mean_of_means = sum(s / n for s, n in zip(sums, real_tokens, strict=True)) / 2
-print(f"(s1/n1 + s2/n2) / 2 = {mean_of_means:.4f}   (s1 + s2) / (n1 + n2) = "
-      f"{sum(sums) / total_tokens:.4f}")
-print(f"token mean of the short micro-batch: {sums[0] / real_tokens[0]:.4f}, "
-      f"of the long one: {sums[1] / real_tokens[1]:.4f}")
+print(
+    f"(s1/n1 + s2/n2) / 2 = {mean_of_means:.4f}   (s1 + s2) / (n1 + n2) = "
+    f"{sum(sums) / total_tokens:.4f}"
+)
+print(
+    f"token mean of the short micro-batch: {sums[0] / real_tokens[0]:.4f}, "
+    f"of the long one: {sums[1] / real_tokens[1]:.4f}"
+)
 assert sums[0] / real_tokens[0] > sums[1] / real_tokens[1]
 assert abs(weights[0] / weights[1] - 19 / 5) < 1e-12
 torch.testing.assert_close(mean_of_means, sum(micro_losses), rtol=1e-5, atol=0)
@@ -166,8 +172,10 @@ assert torch.isnan(empty_mean) and empty_sum.item() == 0
 # (here 40 instead of 24): the more padding a batch holds, the smaller its loss looks:
 
 per_position = F.cross_entropy(model(tokens).flatten(0, 1), labels.flatten(), reduction="none")
-print(f"mean over all {per_position.numel()} positions: {per_position.mean().item():.4f}   "
-      f"over the {total} real tokens: {full_loss.item():.4f}")
+print(
+    f"mean over all {per_position.numel()} positions: {per_position.mean().item():.4f}   "
+    f"over the {total} real tokens: {full_loss.item():.4f}"
+)
 torch.testing.assert_close(per_position.mean() * per_position.numel() / total, full_loss)
 
 # %%
