@@ -162,6 +162,11 @@ assert not torch.allclose(by_count, full, rtol=1e-5, atol=1e-6)
 assert torch.allclose(by_share, full, rtol=1e-5, atol=1e-6)
 
 # %%
+# The share is counted in what the loss averages over: in real tokens for a language model's
+# mean over tokens (:ref:`token-mean-accumulation`), in the targets' weights for a loss with class
+# weights (:ref:`loss-weights-reduction`).
+
+# %%
 # A real-world report: accumulation has no effect
 # -----------------------------------------------
 #

@@ -319,3 +319,7 @@ assert wrong.ids == ["TP001", "TP002"] and fixed.ids == []
 # probabilities.**
 # Targets are class indices in ``[0, C)`` of dtype ``int64`` (or ``uint8``), or class probabilities
 # with the input's shape; use ``label_smoothing=`` rather than a hand-written loss.
+#
+# See also: :ref:`bce-with-logits` for binary classifiers (the same rule for the sigmoid, and why
+# one output unit under :class:`~torch.nn.CrossEntropyLoss` learns nothing) and
+# :ref:`loss-weights-reduction` for class weights.

@@ -192,3 +192,6 @@ torch.testing.assert_close(kl_wrong, (p * p.log()).sum(dim=1).mean() - (p * q).s
 # For :class:`~torch.nn.KLDivLoss`, pass log-probabilities as input, probabilities as target (or
 # ``log_target=True``), and ``reduction="batchmean"``; a negative value means probabilities went
 # in as input.
+#
+# See also :ref:`mse-broadcasting`: :class:`~torch.nn.MSELoss` also needs a target of the input's
+# shape, or it compares every prediction with every target.
