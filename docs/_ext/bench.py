@@ -111,8 +111,19 @@ def main(fresh: bool = True) -> None:
         == 0
         else "cpu"
     )
-    for name, seconds in per_example:
-        rows.append((f"example {name} on {device}", seconds, "target <= 10 s on cpu"))
+    slowest_name, slowest = max(per_example, key=lambda item: item[1])
+    examples_total = sum(seconds for _, seconds in per_example)
+    both = sum(t for t, _ in clean.values())
+    rows.append((f"slowest example on {device}: {slowest_name}", slowest, "target <= 10 s on cpu"))
+    rows.append(
+        (
+            f"all {len(per_example)} examples together on {device}",
+            examples_total,
+            f"clean two-language build / examples: {both / examples_total:.1f}x",
+        )
+    )
+    for name, seconds in sorted(per_example, key=lambda item: -item[1]):
+        rows.append((f"example {name} on {device}", seconds, ""))
     tests = timed(
         [sys.executable, "-m", "pytest", "-q", "--ignore=tests/browser", "-p", "no:cacheprovider"],
         stdout=subprocess.DEVNULL,
