@@ -220,7 +220,7 @@ assert [i for _, indices in first_run[0] for i in indices] != list(range(8))
 # a validation split can take it away from the training split.
 #
 # A real-world report: "each worker generates the same sequence of random numbers"
-# -------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------
 #
 # In 2025, a user of TorchSig, a signal-processing library built on PyTorch, found that with
 # several DataLoader workers the library's random transforms produced identical values in every

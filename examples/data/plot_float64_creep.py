@@ -159,7 +159,7 @@ assert x.dtype == y.dtype == loss.dtype == torch.float32
 # one of the tensors, as above.
 #
 # ``torch.from_numpy`` or ``torch.tensor``?
-# -------------------------------------------
+# -----------------------------------------
 #
 # **torch.from_numpy() shares the array's memory; torch.tensor() copies it.**
 # A dataset built on ``torch.from_numpy(array)`` sees every later in-place change of the array,
@@ -189,7 +189,7 @@ assert shared[0, 0].item() == 100.0 and as_float32[0, 0].item() != 100.0
 
 # %%
 # A real-world report: "Unexpected Float64 type output for float input to default_collate"
-# -----------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------
 #
 # In 2021 a user reported that targets which their dataset returned as Python floats came out of
 # the DataLoader as float64 tensors, and that losses then failed with dtype errors

@@ -175,7 +175,7 @@ for name, subset, augmented in (("training", train_set, True), ("validation", va
 
 # %%
 # A real-world report: "setting the validation augmentation erases the training augmentation"
-# ---------------------------------------------------------------------------------------------
+# -------------------------------------------------------------------------------------------
 #
 # In 2025 the developers of GroMo, a PyTorch package for networks that grow as they learn,
 # found that their training data had not been augmented: the code set the validation set's
