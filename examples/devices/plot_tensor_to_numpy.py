@@ -196,6 +196,9 @@ _ = ax.legend()
 # **numpy() and torch.from_numpy() share memory with their source; torch.tensor(array) copies.**
 # Editing one side of a shared pair changes the other, with no error and no warning.
 # This is about host memory, so the tensors here are on the CPU.
+#
+# :func:`torch.from_numpy` also keeps the array's dtype, float64 for most NumPy data, which a
+# model's float32 layers refuse: see :ref:`float64-creep`.
 
 source = torch.zeros(3)
 shared_array = source.numpy()

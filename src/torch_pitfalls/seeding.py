@@ -23,6 +23,10 @@ def seed_everything(seed: int = 0) -> torch.Generator:
     Source: PyTorch's `Reproducibility
     <https://docs.pytorch.org/docs/stable/notes/randomness.html>`_ notes.
 
+    It seeds this process only. A DataLoader seeds the global generators of its worker processes
+    itself, from torch's generator (or its own ``generator=``); a generator object kept in a
+    dataset needs seeding in each worker (see :ref:`dataloader-worker-rng`).
+
     >>> _ = seed_everything(0); a = torch.rand(2)
     >>> _ = seed_everything(0); torch.equal(a, torch.rand(2))
     True
