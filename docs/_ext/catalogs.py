@@ -76,12 +76,14 @@ def carry_over_all(messages: Path = MESSAGES) -> int:
     """:func:`carry_over` on every catalog; prints and returns how many entries were carried.
 
     Every catalog is also written in one form, polib's (lines wrapped at 78 columns), whatever
-    wrote it last (``sphinx-intl``, an editor, a script), so that a change of one message is a
-    change of a few lines.
+    wrote it last (``sphinx-intl``, an editor, a script), and without the extraction time in its
+    header, so that a change of one message is a change of a few lines.
     """
     total = 0
     for path in sorted(messages.rglob("*.po")):
         catalog = polib.pofile(str(path))
+        # The extraction time changes at every run and conflicts between parallel branches.
+        catalog.metadata.pop("POT-Creation-Date", None)
         carried = carry_over(catalog)
         if carried:
             print(f"{path.relative_to(messages)}: {carried} changed message(s) kept as fuzzy")
