@@ -210,8 +210,8 @@ torch.testing.assert_close(masked_4, masked_8)
 # A user who initialised an embedding by hand after declaring ``padding_idx`` found that padding
 # tokens no longer embedded to zeros, and asked for ``padding_idx`` to produce zeros whatever
 # the weight holds (`PyTorch issue 6411 <https://github.com/pytorch/pytorch/issues/6411>`_).
-# A maintainer declined: the weight is an ordinary tensor, and some models want a specific,
-# non-zero padding vector; he promised a note in the documentation instead.
+# A maintainer declined, since the weight is an ordinary tensor and some models want a specific,
+# non-zero padding vector, and offered to document the behaviour instead.
 # Today's documentation says it plainly: the padding row defaults to zeros for a newly
 # constructed layer, and can be set to another value.
 # Pretrained models carry the same trap: the padding row of the BLOOM language model's
