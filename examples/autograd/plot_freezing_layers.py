@@ -124,6 +124,8 @@ assert unchanged
 # That is the usual fine-tuning recipe: freeze the backbone, replace the head with a new
 # :class:`~torch.nn.Linear` for the new task (here 5 classes), optimize what requires grad.
 # A new layer requires grad by default, so only the head is left trainable.
+# Like every method that acts on a whole model, ``requires_grad_`` reaches only registered
+# submodules: a layer kept in a plain Python list is not frozen (see :ref:`modulelist-vs-list`).
 # (With torchvision you would start from a real pretrained network, for example
 # ``resnet18(weights="IMAGENET1K_V1")``: the ``weights=`` argument replaced ``pretrained=True``
 # in torchvision 0.13, see its

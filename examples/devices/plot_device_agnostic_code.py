@@ -124,6 +124,8 @@ assert to_own_device is x
 # **Always assign the result of Tensor.to(): x = x.to(device).**
 # Better still, create tensors on the device directly with ``device=``, and derive new tensors
 # from existing ones (``torch.zeros_like(x)``, ``x.new_zeros(...)``), which keep their device.
+# A tensor that a module keeps for its forward pass follows ``model.to(device)`` only if it is
+# registered as a buffer: see :ref:`register-buffer`.
 
 model = nn.Linear(4, 2).to(device)
 x = torch.randn(8, 4)

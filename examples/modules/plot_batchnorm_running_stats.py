@@ -130,6 +130,7 @@ _ = ax.legend(loc="upper left", fontsize="small")
 # :meth:`~torch.nn.Module.register_buffer`, saved in the state dict and moved by
 # :meth:`~torch.nn.Module.to`, but not returned by :meth:`~torch.nn.Module.parameters`.
 # No optimizer touches them.
+# (:ref:`register-buffer` shows how to give your own modules such tensors.)
 
 bn = nn.BatchNorm1d(3).to(device)
 buffer_names = [name for name, _ in bn.named_buffers()]

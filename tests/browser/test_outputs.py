@@ -53,9 +53,10 @@ def test_recordings_are_boxed_and_labelled_in_the_page_language(language, path):
     outputs = printed_outputs(html)
     assert not RAW_RECORDING.search(outputs), "a recording is printed as plain output"
     assert not RAW_NOT_RUN.search(outputs), "a CUDA part that did not run is printed as output"
-    for kind, label in BOX.findall(html):
+    boxes = BOX.findall(html)
+    for kind, label in boxes:
         assert label.startswith(LABEL_START[language][kind == "not-run"]), label
-    if any(kind == "recorded" for kind, _ in BOX.findall(html)):  # a not-run box has none to name
+    if any(kind == "recorded" for kind, _ in boxes):  # a "not run" box has nothing to name
         footer = re.search(r'<p class="pitfalls-verified-with">(.*?)</p>', html, re.S).group(1)
         assert {"en": "recorded on", "zh_CN": "录制"}[language] in footer
 

@@ -1,0 +1,200 @@
+"""
+.. _attention-mask-polarity:
+
+Boolean attention masks mean opposite things
+============================================
+
+PyTorch has two conventions for a boolean attention mask.
+:func:`~torch.nn.functional.scaled_dot_product_attention` reads ``True`` as "this position
+takes part in attention"; :class:`~torch.nn.MultiheadAttention` (and the
+:class:`~torch.nn.Transformer` layers built on it) reads ``True`` as "ignore this position",
+for both ``key_padding_mask`` and ``attn_mask``.
+The same mask, passed to both, gives opposite results: one attends to the real tokens, the other
+only to the padding, and a sequence without padding gets NaN.
+No error is raised, since both accept a boolean tensor of the same shape.
+
+.. admonition:: What you will learn
+
+   * which boolean convention each attention API uses, and that float masks mean the same in
+     both;
+   * what the wrong polarity does: attention on padding only, outputs that depend on the
+     padding, NaN for full sequences;
+   * how to convert a mask between the two conventions, for padding and for causal masks.
+
+.. admonition:: Prerequisites
+
+   Scaled dot-product attention (scores, softmax, weighted sum of values);
+   :ref:`embedding-padding-idx` (padding a batch of sequences).
+
+Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`.
+"""
+
+# %%
+# The symptom
+# -----------
+#
+# A batch of two sequences of 5 and 3 tokens, padded to 5, goes through a self-attention layer.
+# ``keep`` marks the real tokens with ``True``, the form in which padding masks are often
+# built (``positions < lengths``).
+# We pass it to :class:`~torch.nn.MultiheadAttention` as its ``key_padding_mask``, and look at
+# the attention weights the layer returns.
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from torch_pitfalls import get_device, seed_everything
+
+seed_everything(0)
+device = get_device()
+print(f"device: {device}")
+
+N, L, E, HEADS = 2, 5, 8, 2
+lengths = torch.tensor([5, 3], device=device)
+keep = torch.arange(L, device=device) < lengths[:, None]  # True = a real token
+print("keep:", keep, sep="\n")
+
+mha = nn.MultiheadAttention(E, HEADS, batch_first=True).to(device)
+x = torch.randn(N, L, E, device=device)
+out_wrong, weights_wrong = mha(x, x, x, key_padding_mask=keep)
+print("attention weights of sequence 1 (rows: queries, columns: keys):")
+print(weights_wrong[1].detach())
+print("outputs of sequence 0 are NaN:", bool(out_wrong[0].isnan().all()))
+assert torch.count_nonzero(weights_wrong[1][:, :3]) == 0  # the 3 real keys get no weight
+assert out_wrong[0].isnan().all()
+
+# %%
+# **Sequence 1 attends only to its two padding positions, and sequence 0, which has no padding,
+# has every key masked: its outputs are NaN.**
+# The NaN at least shows up.
+# Had every sequence of the batch contained padding, the model would have trained on the
+# padding's values without a single NaN.
+# Changing what sits in the padding positions changes the outputs of the real tokens:
+
+x_other_padding = x.clone()
+x_other_padding[1, 3:] = 5 * torch.randn(2, E, device=device)
+out_wrong_other, _ = mha(x_other_padding, x_other_padding, x_other_padding, key_padding_mask=keep)
+padding_leaks = not torch.allclose(out_wrong[1, :3], out_wrong_other[1, :3])
+print("real tokens' outputs change with the padding's content:", padding_leaks)
+assert padding_leaks
+
+# %%
+# Why
+# ---
+#
+# The documentation states each convention.
+# For :func:`~torch.nn.functional.scaled_dot_product_attention`, "a boolean mask where a value
+# of True indicates that the element *should* take part in attention".
+# For :class:`~torch.nn.MultiheadAttention`, "for a binary mask, a ``True`` value indicates that
+# the corresponding ``key`` value will be ignored", and likewise for ``attn_mask``.
+# The documentation of the function and that of :class:`~torch.nn.Transformer` each carry a
+# note that the two conventions are opposite.
+# **The keep mask meant "attend here"; MultiheadAttention read it as "ignore here".**
+#
+# To compare the two functions on equal terms, we compute the same attention with
+# :func:`~torch.nn.functional.scaled_dot_product_attention`, using the layer's own projections.
+# With ``keep`` it matches the layer given the inverted mask ``~keep``:
+
+
+def sdpa_attention(x, **mask_args):
+    """The attention of ``mha``, computed with F.scaled_dot_product_attention."""
+    q, k, v = F.linear(x, mha.in_proj_weight, mha.in_proj_bias).chunk(3, dim=-1)
+    heads = [t.view(N, L, HEADS, E // HEADS).transpose(1, 2) for t in (q, k, v)]
+    out = F.scaled_dot_product_attention(*heads, **mask_args)  # (N, HEADS, L, E / HEADS)
+    return mha.out_proj(out.transpose(1, 2).reshape(N, L, E))
+
+
+def same(a, b):
+    """Equal up to float32 rounding (the two paths may use different kernels)."""
+    return torch.allclose(a, b, rtol=0, atol=1e-4)
+
+
+out_sdpa = sdpa_attention(x, attn_mask=keep[:, None, None, :])  # broadcast over heads, queries
+out_right, weights_right = mha(x, x, x, key_padding_mask=~keep)
+sdpa_keep_is_mha_not_keep = same(out_sdpa, out_right)
+print("SDPA(keep) == MultiheadAttention(~keep):", sdpa_keep_is_mha_not_keep)
+print("attention weights of sequence 1 with ~keep:", weights_right[1].detach(), sep="\n")
+assert sdpa_keep_is_mha_not_keep
+assert torch.count_nonzero(weights_right[1][:, 3:]) == 0
+
+# %%
+# Float masks do not have this problem: **both APIs add a float mask to the attention scores**,
+# so ``0`` keeps a position and ``-inf`` removes it, in either.
+# :class:`~torch.nn.MultiheadAttention` turns its boolean masks into such a float mask, with
+# ``-inf`` where the mask is ``True``, before computing the attention.
+
+float_mask = torch.zeros(N, L, device=device).masked_fill(~keep, float("-inf"))
+out_mha_float, _ = mha(x, x, x, key_padding_mask=float_mask)
+out_sdpa_float = sdpa_attention(x, attn_mask=float_mask[:, None, None, :])
+float_masks_agree = same(out_mha_float, out_right) and same(out_sdpa_float, out_right)
+print("the same float mask gives the same result in both:", float_masks_agree)
+assert float_masks_agree
+
+# %%
+# The fix
+# -------
+#
+# **Decide once which convention a mask follows, name it after it, and invert it with ~ when it
+# crosses to the other API.**
+# A name like ``keep`` or ``is_padding`` says what ``True`` means; ``mask`` does not.
+# With the inverted mask, the real tokens' outputs no longer depend on the padding:
+
+out_right_other, _ = mha(x_other_padding, x_other_padding, x_other_padding, key_padding_mask=~keep)
+padding_ignored = same(out_right[1, :3], out_right_other[1, :3])
+print("real tokens' outputs independent of the padding:", padding_ignored)
+print("no NaN:", not out_right.isnan().any().item())
+assert padding_ignored and not out_right.isnan().any()
+
+# %%
+# Causal masks follow the same two conventions.
+# :class:`~torch.nn.MultiheadAttention` wants ``True`` *above* the diagonal (the future is
+# ignored); :func:`~torch.nn.functional.scaled_dot_product_attention` wants ``True`` on and
+# *below* it (the past is attended), or simply ``is_causal=True``.
+# :meth:`nn.Transformer.generate_square_subsequent_mask
+# <torch.nn.Transformer.generate_square_subsequent_mask>` returns a float mask, valid for both.
+
+future = torch.ones(L, L, dtype=torch.bool, device=device).triu(diagonal=1)  # MHA convention
+causal_float = nn.Transformer.generate_square_subsequent_mask(L, device=device)
+print("generate_square_subsequent_mask:", causal_float, sep="\n")
+causal_mha, _ = mha(x, x, x, attn_mask=future)
+causal_mha_float, _ = mha(x, x, x, attn_mask=causal_float)
+causal_sdpa = sdpa_attention(x, attn_mask=~future)
+causal_sdpa_flag = sdpa_attention(x, is_causal=True)
+others = (causal_mha_float, causal_sdpa, causal_sdpa_flag)
+causal_agree = all(same(causal_mha, other) for other in others)
+print("MHA(future), MHA(float mask), SDPA(~future) and SDPA(is_causal=True) agree:", causal_agree)
+assert causal_agree
+
+# %%
+# Passing MultiheadAttention's causal mask to
+# :func:`~torch.nn.functional.scaled_dot_product_attention` unchanged lets every position attend
+# only to the *future* (and leaves the last position nothing to attend to at all).
+# We compare the first four positions:
+
+anti_causal = sdpa_attention(x, attn_mask=future)
+anti_causal_differs = not same(anti_causal[:, :-1], causal_mha[:, :-1])
+print("SDPA(future) differs from the causal attention:", anti_causal_differs)
+assert anti_causal_differs
+
+# %%
+# A real-world report: a flash-attention path with the mask inverted
+# ------------------------------------------------------------------
+#
+# The x-transformers library added a code path that calls
+# :func:`~torch.nn.functional.scaled_dot_product_attention`, and passed it the library's own
+# boolean mask unchanged; a user noticed that the function reads ``True`` as "attend", the
+# opposite of what the mask meant at that point, so the masking was inverted
+# (`x-transformers issue 160 <https://github.com/lucidrains/x-transformers/issues/160>`_).
+# The author fixed it the same day, keeping the library's own convention: ``True`` to attend.
+# The same slip, with a causal mask built for :class:`~torch.nn.MultiheadAttention` and passed
+# to the function, was reported in the companion code of a book on large language models
+# (`LLMs-from-scratch issue 1061 <https://github.com/rasbt/LLMs-from-scratch/issues/1061>`_),
+# and confirmed by its author.
+#
+# Takeaway
+# --------
+#
+# **scaled_dot_product_attention attends where a boolean mask is True; MultiheadAttention and
+# the nn.Transformer layers ignore where it is True: invert with ~ when a mask crosses from one
+# to the other, or use float masks, which mean the same in both.**
+# In a code review, check every boolean mask passed to an attention call against the API's
+# convention, and test that the outputs of real tokens do not change when the padding does.
