@@ -199,8 +199,8 @@ print("hand-made grid, align_corners=True:", fixed[0, 0], sep="\n")
 torch.testing.assert_close(fixed, img)
 
 # %%
-# With ``False``, normalised coordinates mean the same place on the image at every resolution,
-# which is why it became the default.
+# With ``False``, a normalised coordinate means the same place on the image at every
+# resolution, which the pull request that made it the default (below) gives as its reason.
 # The grid for ``False`` puts the samples at pixel centres ``(2k + 1) / n - 1``; ``affine_grid``
 # builds exactly that:
 
@@ -208,6 +208,19 @@ centres_false = (2 * torch.arange(4, device=device) + 1) / 4 - 1
 grid_false = F.affine_grid(theta, [1, 1, 4, 4], align_corners=False)
 print("pixel centres for align_corners=False:", centres_false.tolist())
 torch.testing.assert_close(grid_false[0, 0, :, 0], centres_false)
+
+# %%
+# The same image at twice the resolution (each pixel repeated), sampled at the same normalised
+# points: with ``False`` both resolutions give the same values, with ``True`` they do not.
+
+fine = F.interpolate(img, scale_factor=2, mode="nearest")  # 8×8, same picture
+points = torch.tensor([[[[-0.75, -0.75], [0.25, -0.25], [0.75, 0.75]]]], device=device)
+for ac in (False, True):
+    coarse_values = F.grid_sample(img, points, align_corners=ac)[0, 0, 0]
+    fine_values = F.grid_sample(fine, points, align_corners=ac)[0, 0, 0]
+    agree = torch.allclose(coarse_values, fine_values)
+    print(f"align_corners={ac!s:5}: 4×4 {coarse_values.tolist()}, 8×8 {fine_values.tolist()}")
+    assert agree == (not ac)
 
 # %%
 # Changed in PyTorch 1.4
@@ -225,17 +238,17 @@ torch.testing.assert_close(grid_false[0, 0, :, 0], centres_false)
 # option to grid_sample and affine_grid, change default to False").
 # **The warning printed above says "since 1.3.0", but code that relied on the default behaves
 # differently from 1.4 on.**
-# ``interpolate`` already used ``False`` when no value was given, and it still does.
 
 # %%
 # A real-world report
 # -------------------
 #
-# A neuroscience library that reads out feature maps with ``grid_sample`` found its results
-# changed after upgrading to PyTorch 1.4
+# A library of models that predict neural responses samples its feature maps with
+# ``grid_sample`` in its readouts.
+# When PyTorch 1.4 moved the default to ``False``, its maintainers restored the behaviour of
+# PyTorch 1.2 by passing ``align_corners=True`` in every readout
 # (`sinzlab/neuralpredictors pull request #54 <https://github.com/sinzlab/neuralpredictors/pull/54>`_,
-# February 2020): the default had moved to ``False``, and the maintainers restored the behaviour
-# their models were trained with by passing ``align_corners=True`` in every call.
+# February 2020).
 # The image library Kornia had the same discussion before the release
 # (`kornia/kornia issue #388 <https://github.com/kornia/kornia/issues/388>`_).
 

@@ -110,11 +110,13 @@ assert batch.untyped_storage().nbytes() == 4 * start.element_size()
 
 # %%
 # **Element-wise in-place operations check whether the tensor they write overlaps itself, and
-# refuse when it does**: ``batch += 1`` would add 1 three times to each of the four numbers.
-# The writes that got through do not write into an overlapping tensor.
-# ``batch[1]`` is a single row, a view of four distinct numbers, so assigning to it is an ordinary
-# copy, into the memory that every row shares.
-# ``fill_`` and ``zero_`` write one value everywhere, so they skip the check.
+# refuse when it does**: ``batch += 1`` would add 1 to each of the four numbers once per row that
+# shares it.
+# The row assignment passes the check because it writes into ``batch[1]``, a single row: a view of
+# four distinct numbers, so the assignment is an ordinary copy, into the memory that every row
+# shares.
+# ``fill_`` and ``zero_`` write one value everywhere, so they skip the check, and the masked write
+# checks but only warns.
 #
 # The :meth:`~torch.Tensor.expand` documentation says as much: more than one element of an
 # expanded tensor may refer to one memory location, so clone it before writing to it.

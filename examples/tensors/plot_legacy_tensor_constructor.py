@@ -8,8 +8,8 @@ The class :class:`torch.Tensor` can be called like a function, and the call look
 :func:`torch.tensor`, but it is an older constructor with other rules.
 Given integers, it reads them as a shape and returns an uninitialised tensor: ``torch.Tensor(3)``
 is three numbers of whatever the memory held, not the number 3.
-Given data, it always makes ``float32``, whatever the data, and given a tensor it returns that
-same memory.
+Given a list or an array, it always makes ``float32``, whatever the data, and given a tensor it
+returns that same memory.
 ``torch.tensor`` always reads its argument as data and infers the dtype from it.
 
 .. admonition:: What you will learn
@@ -119,7 +119,8 @@ with expect_raises(TypeError, "must be a sequence"):
 
 # %%
 # **The dtype rules differ too.**
-# ``torch.Tensor`` is the class of the default dtype, ``float32``: it converts any data to it.
+# ``torch.Tensor`` is the class of the default dtype, ``float32``: it converts any list or array
+# to it.
 # ``torch.tensor`` infers the dtype from the data: integers give ``int64``, Python floats
 # ``float32``, a NumPy array keeps its own dtype.
 import numpy as np
@@ -152,7 +153,7 @@ with expect_raises(RuntimeError, r"int32 or int64|not implemented for 'Float'"):
 # %%
 # Given a tensor, ``torch.Tensor`` copies nothing: it returns a tensor on the same memory, with the
 # input's dtype.
-# ``torch.tensor`` copies, and warns that ``detach().clone()`` says so more clearly:
+# ``torch.tensor`` copies, and warns that ``detach().clone()`` is the clearer way to copy a tensor:
 
 source = torch.tensor([1, 2])
 alias = torch.Tensor(source)
@@ -228,8 +229,8 @@ assert typed.shape == (1,) and typed.dtype == torch.float32
 # Takeaway
 # --------
 #
-# ``torch.Tensor(n)`` is an uninitialised tensor of shape ``(n,)``, and ``torch.Tensor(data)`` is
-# always ``float32``.
+# ``torch.Tensor(n)`` is an uninitialised tensor of shape ``(n,)``, and ``torch.Tensor`` of a list
+# is always ``float32``.
 # **Write** ``torch.tensor(data)`` **for values and** ``torch.zeros`` **,** ``torch.empty`` **or**
 # ``torch.full`` **for shapes**, with ``dtype=`` and ``device=``; to catch uninitialised memory in
 # tests, run them in deterministic mode, which fills it with NaN.

@@ -201,7 +201,7 @@ top5_hits = hits[:5].sum().item()
 # (`pytorch/examples pull request #820 <https://github.com/pytorch/examples/pull/820>`_); the
 # author explained that the layout of the transposed predictions now carried over to the
 # comparison, which was therefore no longer contiguous.
-# Projects that had copied the helper failed in the same line from then on, at top-5 accuracy
+# Projects that had copied the helper hit the same error in the same line, at top-5 accuracy
 # only: in one of many reports
 # (`RAIVNLab/STR issue #4 <https://github.com/RAIVNLab/STR/issues/4>`_, November 2020), the
 # evaluation script crashed with this error, and the maintainer advised ``reshape(-1)`` or
