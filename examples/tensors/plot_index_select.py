@@ -24,6 +24,10 @@ other call, and that leaves the process unable to use the GPU at all.
 
    Tensor shapes and dimensions; :ref:`device-agnostic-code` (choosing the device once).
 
+.. seealso::
+
+   :ref:`legacy-tensor-constructor` (``torch.Tensor([...])`` makes a float index).
+
 Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`,
 :func:`~torch_pitfalls.expect_raises`, :func:`~torch_pitfalls.run_isolated`,
 :func:`~torch_pitfalls.cuda_section`.

@@ -23,6 +23,11 @@ factor or size does not fail: it stretches every row, and only the width changes
    Tensor shapes; :ref:`softmax-dim` is another function that works along a dimension you may not
    have meant.
 
+.. seealso::
+
+   :ref:`align-corners` (the two pixel conventions of the linear modes) and
+   :ref:`reshape-vs-permute` (bringing an ``(H, W, C)`` image into the ``(C, H, W)`` layout).
+
 Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`,
 :func:`~torch_pitfalls.expect_raises`, :func:`~torch_pitfalls.expect_warns`,
 :mod:`torch_pitfalls.guards`.
