@@ -68,10 +68,48 @@ PAGE_ORDER = [
     "expand-inplace-write",
     "legacy-tensor-constructor",
     "align-corners",
+    # optim
+    "scheduler-step-order",
+    "params-not-in-optimizer",
+    "params-generator-exhausted",
+    "weight-decay-norm-bias",
+    "adam-vs-adamw",
+    # amp (mixed precision)
+    "amp-unscale-before-clip",
+    "half-precision-accumulation",
+    # numerics
+    "nan-grad-masked-branch",
+    "tf32-matmul",
+    # serialization
+    "state-dict-prefix",
+    "save-view-saves-storage",
+    "resume-training",
+    # distributed
+    "sampler-set-epoch",
+    "ddp-unused-parameters",
+    # performance (and reproducibility)
+    "cuda-async-timing",
+    "non-blocking-copy",
+    "cuda-nondeterminism",
+    "compile-recompiles",
+    "caching-allocator",
 ]
 
 #: Reading order of the topics (folders of examples/).
-TOPIC_ORDER = ["autograd", "devices", "data", "losses", "modules", "tensors"]
+TOPIC_ORDER = [
+    "autograd",
+    "devices",
+    "data",
+    "losses",
+    "modules",
+    "tensors",
+    "optim",
+    "amp",
+    "numerics",
+    "serialization",
+    "distributed",
+    "performance",
+]
 
 
 class CatalogOrder:
