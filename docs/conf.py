@@ -6,6 +6,7 @@ Build both languages with ``nox -s docs``; one language by hand with
 
 from __future__ import annotations
 
+import hashlib
 import sys
 from pathlib import Path
 
@@ -77,7 +78,15 @@ napoleon_custom_sections = [("Shapes", "Notes")]
 # -- MyST pages (myst-nb executes the pages that are notebooks: the home page) ------------------
 myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3
-nb_execution_mode = "force"  # one small cell; its output must match the installed torch
+# The notebooks (home page, detectors) run once per two-language build: the Chinese build reuses
+# the English build's outputs from jupyter-cache. The cache lives under a digest of what the outputs
+# depend on besides the cells (helper sources, torch and Python versions, device and its name), so
+# a new torch or another machine runs them again.
+nb_execution_mode = "cache"
+_cache_key = hashlib.sha256(
+    (pitfalls_sphinx.inputs_digest() + repr(sorted(environment_report().items()))).encode()
+).hexdigest()[:16]
+nb_execution_cache_path = str(DOCS / "_build" / "jupyter_cache" / _cache_key)
 nb_execution_timeout = 120
 nb_execution_raise_on_error = True
 nb_execution_show_tb = True

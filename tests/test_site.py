@@ -127,6 +127,29 @@ def test_gallery_thumbnails_are_translated():
     assert ">Not translated yet<" in out
 
 
+def test_thumbnail_table_is_read_once_per_state_of_the_catalogs(tmp_path):
+    import os
+
+    import polib
+
+    folder = tmp_path / "auto_examples" / "autograd"
+    folder.mkdir(parents=True)
+    path = folder / "plot_x.po"
+
+    def write(msgstr: str, mtime_ns: int) -> None:
+        catalog = polib.POFile()
+        catalog.append(polib.POEntry(msgid="It's a page.", msgstr=msgstr))
+        catalog.save(str(path))
+        os.utime(path, ns=(mtime_ns, mtime_ns))
+
+    write("这是一页。", 10**18)
+    first = pitfalls_sphinx.thumbnail_translations(tmp_path)
+    assert first == {"It's a page.": "这是一页。"}
+    assert pitfalls_sphinx.thumbnail_translations(tmp_path) is first  # cached
+    write("这是另一页。", 2 * 10**18)  # a changed catalog is read again
+    assert pitfalls_sphinx.thumbnail_translations(tmp_path) == {"It's a page.": "这是另一页。"}
+
+
 def test_thumbnail_text_is_reduced_like_sphinx_gallery():
     plain = pitfalls_sphinx._plain
     assert plain("用 :meth:`~torch.Tensor.backward` 计算") == "用 backward 计算"

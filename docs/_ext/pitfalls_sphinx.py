@@ -6,6 +6,7 @@ refer to the names defined here.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import html
 import os
@@ -432,12 +433,21 @@ def _plain(text: str) -> str:
 
 
 def thumbnail_translations(messages: Path) -> dict[str, str]:
-    """Plain English text → plain translated text, from the example pages' catalogs."""
+    """Plain English text → plain translated text, from the example pages' catalogs.
+
+    Read once per build and per state of the catalogs (a gallery index page asks for it each time).
+    """
+    paths = sorted(messages.glob("auto_examples/*/plot_*.po"))
+    return _thumbnail_table(tuple((str(path), path.stat().st_mtime_ns) for path in paths))
+
+
+@functools.lru_cache(maxsize=2)
+def _thumbnail_table(catalogs: tuple[tuple[str, int], ...]) -> dict[str, str]:
     import polib
 
     table = {}
-    for path in sorted(messages.glob("auto_examples/*/plot_*.po")):
-        for entry in polib.pofile(str(path)).translated_entries():
+    for path, _ in catalogs:
+        for entry in polib.pofile(path).translated_entries():
             table[_plain(entry.msgid)] = _plain(entry.msgstr)
     return table
 
@@ -459,11 +469,12 @@ def _translate_gallery_thumbnails(app, doctree) -> None:
     docname = app.env.docname
     if not (app.config.language or "en").startswith("zh") or not docname.startswith("auto_"):
         return
+    thumbnails = [raw for raw in doctree.findall(nodes.raw) if "sphx-glr-thumb" in raw.astext()]
+    if not thumbnails:
+        return
     table = thumbnail_translations(DOCS / "locale" / app.config.language / "LC_MESSAGES")
-    for raw in doctree.findall(nodes.raw):
-        text = raw.astext()
-        if "sphx-glr-thumb" in text:
-            raw.replace(raw[0], nodes.Text(translate_thumbnails(text, table)))
+    for raw in thumbnails:
+        raw.replace(raw[0], nodes.Text(translate_thumbnails(raw.astext(), table)))
 
 
 # -- The terminology glossary, shown on the contributor guide ------------------------------------
