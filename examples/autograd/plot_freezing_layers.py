@@ -130,6 +130,9 @@ assert unchanged
 # ``resnet18(weights="IMAGENET1K_V1")``: the ``weights=`` argument replaced ``pretrained=True``
 # in torchvision 0.13, see its
 # `release notes <https://github.com/pytorch/vision/releases/tag/v0.13.0>`_.)
+#
+# Replace the head before building the optimizer: an optimizer built earlier holds the old head's
+# parameters and never updates the new one (see :ref:`params-not-in-optimizer`).
 
 model = make_pretrained_classifier(10).to(device)
 model.backbone.requires_grad_(False)

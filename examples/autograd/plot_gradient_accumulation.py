@@ -323,6 +323,9 @@ assert torch.allclose(
 )
 
 # %%
+# A learning rate scheduler that counts optimizer steps is stepped once per accumulated step,
+# right after the optimizer, not once per micro-batch (see :ref:`scheduler-step-order`).
+#
 # Takeaway
 # --------
 #
