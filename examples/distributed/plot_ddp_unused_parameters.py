@@ -280,11 +280,11 @@ with process_group_of_one():
 # In 2022 a user distilling a DNA language model with several processes hit this error
 # (`joanaapa/Distillation-DNABERT-Promoter issue #1
 # <https://github.com/joanaapa/Distillation-DNABERT-Promoter/issues/1>`_).
-# The distillation loss only used part of the student's last layer, so the rest of that layer and
-# the masked-language-model head got no gradient.
+# The distillation loss only used the attention of the student's last layer, so the rest of that
+# layer and the masked-language-model head got no gradient.
 # The maintainer suggested ``find_unused_parameters=True``, or removing the layers the loss did not
-# use; the user noted that those parameters would never be updated either way, which is the point
-# of the second fix above.
+# use; the user noted that with the flag those parameters would still never be updated, which is
+# the point of the fix above.
 #
 # Takeaway
 # --------
