@@ -159,7 +159,7 @@ assert resumed[0] == fixed[2]
 # of orders for another run.
 #
 # A real-world report: "each epoch samples the data in the same order"
-# -------------------------------------------------------------------
+# ---------------------------------------------------------------------
 #
 # In January 2020 a user reported to PyTorch that ``DistributedSampler`` did not shuffle: with
 # ``shuffle=True`` and a job of one process, their loop printed the same batches in every
