@@ -207,3 +207,7 @@ assert bn.training
 # parameters that still require grad, and keep frozen BatchNorm layers in** ``eval()`` **mode.**
 # If you freeze in the middle of training, clear the frozen parameters' ``.grad`` to ``None``, or
 # the optimizer will still move them.
+#
+# Under :class:`~torch.nn.parallel.DistributedDataParallel`, freeze before wrapping the model: DDP
+# waits for a gradient from every parameter that required one when it was built
+# (:ref:`ddp-unused-parameters`).

@@ -219,6 +219,10 @@ assert [i for _, indices in first_run[0] for i in indices] != list(range(8))
 # And an augmentation belongs to the training data only: :ref:`split-shared-transform` shows how
 # a validation split can take it away from the training split.
 #
+# In distributed training the shuffling moves from the DataLoader into a
+# :class:`~torch.utils.data.distributed.DistributedSampler`, which has its own way of seeding each
+# epoch: :ref:`sampler-set-epoch`.
+#
 # A real-world report: "each worker generates the same sequence of random numbers"
 # --------------------------------------------------------------------------------
 #
