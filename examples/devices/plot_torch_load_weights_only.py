@@ -197,5 +197,8 @@ assert with_config["config"] == config
 # allowlist your own trusted classes with torch.serialization.add_safe_globals;
 # weights_only=False runs the file's code, so keep it for files you trust.**
 # Since PyTorch 2.6 that default is what :func:`torch.load` does when you pass nothing.
+#
+# See also :ref:`state-dict-prefix` for state dicts saved from a wrapped model, and
+# :ref:`resume-training` for what a checkpoint needs to resume a training run exactly.
 
 workdir.cleanup()

@@ -216,3 +216,6 @@ top5_hits = hits[:5].sum().item()
 # **Use** ``reshape`` **or** ``flatten`` **unless you need a view, and never write through the
 # result of** ``reshape``.
 # To count hits in a ``(k, batch)`` comparison, sum it; no flattening is needed.
+#
+# A view shares its storage with the tensor it came from, and :func:`torch.save` writes that whole
+# storage: see :ref:`save-view-saves-storage`.
