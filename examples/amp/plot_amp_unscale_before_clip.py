@@ -198,7 +198,7 @@ assert scaler.get_scale() == scale_before / 2
 
 # %%
 # A real-world report: "gradients are clipped before the unscaling"
-# ----------------------------------------------------------------
+# -----------------------------------------------------------------
 #
 # In 2023 a reader of a popular PyTorch U-Net implementation noticed that its training script
 # clipped the gradients right after the scaled backward pass, without ``unscale_``

@@ -98,7 +98,7 @@ assert math.isclose(torch.finfo(torch.bfloat16).max, torch.finfo().max, rel_tol=
 
 # %%
 # PyTorch's reductions already accumulate in float32
-# ---------------------------------------------------
+# --------------------------------------------------
 #
 # :func:`torch.sum` and :func:`torch.mean` of a float16 or bfloat16 tensor add in float32
 # internally and round only the result.
@@ -223,7 +223,7 @@ assert fixed_loss.dtype == torch.float32 and fixed_error < 1e-5
 # which is what the gradient scaler of :ref:`amp-unscale-before-clip` prevents.
 #
 # A real-world report: "could this accumulation be in float16 or bfloat16?"
-# --------------------------------------------------------------------------
+# -------------------------------------------------------------------------
 #
 # In 2026 a user of torchtitan, PyTorch's library for training large language models, noticed that
 # its loss had changed from a mean to a sum divided by the number of tokens, and asked whether

@@ -220,7 +220,7 @@ assert relative_error(exact, reference) < 1e-5 and restored == "high"
 # Where a result must be exact regardless of any setting, compute it in float64.
 #
 # A real-world report: "torch.matmul() gives rounded results for 30xx cards"
-# ----------------------------------------------------------------------------
+# --------------------------------------------------------------------------
 #
 # In 2021, with PyTorch 1.8, a user multiplied a one-element float32 vector by a 1 × 1 identity
 # matrix on an RTX 3090 and got the value back rounded to the nearest integer, while older GPUs
