@@ -333,3 +333,5 @@ assert torch.allclose(
 # share of the samples (``/ k`` for equal micro-batches) and gradients are cleared once per
 # step.**
 # BatchNorm still normalises over the micro-batch, so with it accumulation is an approximation.
+# With a gradient scaler for mixed precision, unscale and clip once per optimizer step, after the
+# last micro-batch's backward pass (:ref:`amp-unscale-before-clip`).

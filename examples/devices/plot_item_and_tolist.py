@@ -287,3 +287,5 @@ with cuda_section(
 # step's graph alive.**
 # Use ``.tolist()`` for several values, and on a GPU accumulate detached losses on the device and
 # call ``.item()`` once per epoch (or per logging interval).
+# A running total kept as a float16 or bfloat16 tensor has a problem of its own: it stops growing
+# (:ref:`half-precision-accumulation`).

@@ -209,6 +209,9 @@ print("CPU autocast: logits", cpu_logits.dtype, " BCELoss", cpu_loss.dtype)
 assert cpu_logits.dtype == torch.bfloat16 and cpu_loss.dtype == torch.float32
 
 # %%
+# The CPU's and CUDA's lists of operations that autocast runs in float32 differ in other ways too,
+# and a loss written by hand is on neither (:ref:`half-precision-accumulation`).
+#
 # One output unit and ``CrossEntropyLoss``: a loss of exactly zero
 # ----------------------------------------------------------------
 #
