@@ -219,6 +219,9 @@ assert [i for _, indices in first_run[0] for i in indices] != list(range(8))
 # And an augmentation belongs to the training data only: :ref:`split-shared-transform` shows how
 # a validation split can take it away from the training split.
 #
+# Seeds make the random numbers repeat, not every computation: :ref:`cuda-nondeterminism` shows
+# the operations that still differ between two runs with the same seeds.
+#
 # A real-world report: "each worker generates the same sequence of random numbers"
 # --------------------------------------------------------------------------------
 #
