@@ -129,16 +129,17 @@ try:
     repeated = torch.tensor([0, 0], device=device)
     with expect_raises(RuntimeError, "put_ does not have a deterministic implementation"):
         target.put_(repeated, torch.tensor([1.0, 2.0], device=device))
-    accumulated = target.put_(repeated, torch.tensor([1.0, 2.0], device=device), accumulate=True)
-    print("put_ with accumulate=True:", accumulated.tolist())
+    on_cpu = torch.zeros(4)
+    accumulated = on_cpu.put_(torch.tensor([0, 0]), torch.tensor([1.0, 2.0]), accumulate=True)
+    print("put_ with accumulate=True, on the CPU:", accumulated.tolist())
     assert accumulated.tolist() == [3.0, 0.0, 0.0, 0.0]
 finally:
     torch.use_deterministic_algorithms(False)
 
 # %%
 # ``put_`` with ``accumulate=True`` sums the values of repeated indices, which has a
-# deterministic implementation; the real fix for the first call is to decide which value should
-# win and not to write duplicates.
+# deterministic implementation on the CPU; the real fix for the first call is to decide which value
+# should win and not to write duplicates.
 #
 # On a GPU, the deterministic ``index_add_`` gives one result, every time:
 

@@ -150,7 +150,8 @@ with cuda_section(device, "changing the source of a host-to-device copy") as liv
 # the copied data: **using a non-blocking copy on the GPU is safe, reading one on the CPU is
 # not**, because the CPU does not wait for the stream unless it is told to.
 # The copy is only asynchronous from pinned memory: from pageable memory the CUDA driver first
-# stages the data through a pinned buffer, and the call returns when the copy is done.
+# copies the data into a pinned staging buffer, and the call returns only after that copy, which
+# is most of the work.
 # We time how long the call takes to return, for the same 64 MiB from each kind of memory:
 
 with cuda_section(device, "returning from a copy, pageable or pinned", measured=True) as live:
