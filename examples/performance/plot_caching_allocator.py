@@ -69,9 +69,9 @@ assert row.untyped_storage().nbytes() == 4096
 # Allocated and reserved memory
 # -----------------------------
 #
-# On a GPU, asking the driver for memory (``cudaMalloc``) and giving it back are slow and
-# synchronise the device, so PyTorch's **caching allocator keeps the memory of freed tensors
-# reserved, to give it to the next tensors**.
+# On a GPU, asking the driver for memory (``cudaMalloc``) is slow and giving it back
+# (``cudaFree``) synchronises the device, so PyTorch's **caching allocator keeps the memory of
+# freed tensors reserved, to give it to the next tensors**.
 # Two numbers describe it: :func:`torch.cuda.memory_allocated`, the bytes used by live tensors,
 # and :func:`torch.cuda.memory_reserved`, the bytes the allocator holds, used or cached.
 # ``nvidia-smi`` shows the reserved memory plus the CUDA context of the process.

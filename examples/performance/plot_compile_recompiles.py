@@ -135,8 +135,8 @@ assert "torch._dynamo hit config.recompile_limit (8)" in limit_warning
 # **torch.compile treats an integer attribute of a module as a constant, so the graph guards on
 # its value (self.step == 0), and every new value fails the guard and compiles a new graph.**
 # Each compilation is kept in a cache, and after ``torch._dynamo.config.recompile_limit``
-# compilations of the same code (8 by default) Dynamo stops compiling it: the remaining calls,
-# and every later call, run the module's Python code uncompiled.
+# compilations of the same code (8 by default) Dynamo stops compiling it: a call that no cached
+# graph fits, here every later step, runs the module's Python code uncompiled.
 # The results stay right, which is why this goes unnoticed:
 
 torch.testing.assert_close(out, model(x))
@@ -269,8 +269,8 @@ torch._dynamo.reset()
 # --------
 #
 # **A Python number that changes between calls of a compiled module or function is a constant
-# to torch.compile: each new value compiles a new graph, and after recompile_limit (8) graphs the
-# code runs uncompiled.**
+# to torch.compile: each new value compiles a new graph, and after recompile_limit (8) graphs new
+# values run uncompiled.**
 # Keep changing values in tensors (buffers), or make integers dynamic (``dynamic=True``,
 # ``allow_unspec_int_on_nn_module``, ``mark_dynamic`` for sizes), and check
 # with ``TORCH_LOGS="recompiles"`` that a training loop compiles once or twice, not every step.
