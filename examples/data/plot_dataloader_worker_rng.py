@@ -222,6 +222,8 @@ assert [i for _, indices in first_run[0] for i in indices] != list(range(8))
 # In distributed training the shuffling moves from the DataLoader into a
 # :class:`~torch.utils.data.distributed.DistributedSampler`, which has its own way of seeding each
 # epoch: :ref:`sampler-set-epoch`.
+# Seeds make the random numbers repeat, not every computation: :ref:`cuda-nondeterminism` shows
+# the operations that still differ between two runs with the same seeds.
 #
 # A real-world report: "each worker generates the same sequence of random numbers"
 # --------------------------------------------------------------------------------

@@ -280,6 +280,10 @@ with cuda_section(
 # Both epochs return a plain ``float``; keeping the running sum as a detached tensor on the
 # device costs one tensor, not one graph per step.
 #
+# See also :ref:`cuda-async-timing` (the same asynchrony makes a plain clock time only the launch
+# of GPU work), :ref:`non-blocking-copy` (copies to the host that do not wait) and
+# :ref:`caching-allocator` (which references keep GPU memory alive).
+#
 # Takeaway
 # --------
 #

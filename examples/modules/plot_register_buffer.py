@@ -241,6 +241,9 @@ assert non_persistent.positions.device.type == "meta"
 # The two steps are the two halves of this page: ``.to()`` needs a buffer, and a cache does not
 # belong in the checkpoint.
 #
+# See also :ref:`compile-recompiles`: a number that changes every step belongs in a buffer
+# too, where ``torch.compile`` does not compile a new graph for each value.
+#
 # Takeaway
 # --------
 #

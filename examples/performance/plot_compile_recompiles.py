@@ -1,0 +1,276 @@
+"""
+.. _compile-recompiles:
+
+``torch.compile`` recompiling
+=============================
+
+:func:`torch.compile` traces a function or a module once and reuses the result while the
+assumptions it made still hold.
+A plain Python number on the module that changes every step, such as a step counter, breaks one
+of those assumptions at every call: the module is compiled again and again, each time paying the
+full compilation cost, until PyTorch gives up after a fixed number of compilations and runs the
+rest of the training uncompiled.
+Nothing fails; the training is just slower than without ``torch.compile``.
+
+.. admonition:: What you will learn
+
+   * what guards are, and why an integer attribute of a module makes a compiled module recompile;
+   * how to count compilations and see the reason of each (``TORCH_LOGS="recompiles"``);
+   * what happens at the recompile limit, and the fixes: a tensor instead of a number,
+     ``allow_unspec_int_on_nn_module``, ``dynamic=True`` and
+     ``torch._dynamo.mark_dynamic``.
+
+.. admonition:: Prerequisites
+
+   :ref:`register-buffer` (the tensors a module keeps besides its parameters).
+
+Every compilation on this page uses ``backend="eager"``: Dynamo captures and guards the graph as
+usual, then runs it without generating code, so the page needs no C++ compiler and the counts are
+those of any backend.
+
+Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`.
+"""
+
+# %%
+# The symptom
+# -----------
+#
+# A layer scales its output by a warm-up factor that grows with the training step; the training
+# loop sets ``model.step`` before each call.
+# We compile it with a backend that counts how many graphs it is given, one per compilation:
+import logging
+import re
+from contextlib import contextmanager
+
+import torch
+from torch import nn
+
+from torch_pitfalls import get_device, seed_everything
+
+seed_everything(0)
+device = get_device()
+print(f"device: {device}")
+
+
+class WarmUpLayer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(8, 8)
+        self.step = 0
+
+    def forward(self, x):
+        return self.linear(x) * min(1.0, (self.step + 1) / 100)
+
+
+def counting_backend(compilations):
+    def backend(graph_module, example_inputs):
+        compilations.append(graph_module)
+        return graph_module.forward  # run the captured graph as it is, like backend="eager"
+
+    return backend
+
+
+@contextmanager
+def dynamo_messages():
+    """Collect the recompile reasons and the recompile-limit warning that Dynamo logs."""
+    messages = []
+    handler = logging.Handler()
+    handler.emit = lambda record: messages.append(record.getMessage())
+    loggers = [
+        logging.getLogger("torch._dynamo.guards.__recompiles"),  # TORCH_LOGS="recompiles"
+        logging.getLogger("torch._dynamo.convert_frame"),  # the recompile-limit warning
+    ]
+    saved = [(lg.propagate, lg.handlers) for lg in loggers]
+    torch._logging.set_logs(recompiles=True)
+    for lg in loggers:
+        lg.handlers, lg.propagate = [handler], False  # to this list, not to stderr
+    try:
+        yield messages
+    finally:
+        torch._logging.set_logs()
+        for lg, (propagate, handlers) in zip(loggers, saved, strict=True):
+            lg.propagate, lg.handlers = propagate, handlers
+
+
+torch._dynamo.reset()
+model = WarmUpLayer().to(device)
+x = torch.randn(4, 8, device=device)
+compilations = []
+compiled = torch.compile(model, backend=counting_backend(compilations))
+with dynamo_messages() as messages:
+    for step in range(12):
+        model.step = step
+        out = compiled(x)
+print("compilations in 12 steps:", len(compilations))
+assert len(compilations) == torch._dynamo.config.recompile_limit == 8
+
+# %%
+# Eight compilations in twelve calls, then none, although the last four steps had new values
+# too.
+# Dynamo logged why it wanted to compile again at each new value (``TORCH_LOGS="recompiles"``
+# prints the same to the terminal): 7 recompilations, and an eighth attempt, refused.
+# The first two reasons:
+
+reasons = [re.search(r"- 0/\d+: (.*?)\s+#", m)[1] for m in messages if "Recompiling" in m]
+print(reasons[:2], f"… {len(reasons)} attempts to recompile")
+hint = re.search(r"HINT: (.*)\)", messages[0])[1]
+print("hint:", hint)
+assert reasons[:2] == ["self.step == 0", "self.step == 1"] and len(reasons) == 8
+assert "integer attributes of the nn.Module to be static" in hint
+
+# %%
+# Then the warning, once the limit was hit:
+
+limit_warning = next(m for m in messages if "hit config.recompile_limit" in m)
+print(limit_warning.splitlines()[0])
+print(limit_warning.splitlines()[2].split("#")[0].strip())
+assert "torch._dynamo hit config.recompile_limit (8)" in limit_warning
+
+# %%
+# Why
+# ---
+#
+# A compiled graph comes with guards: checks that run before each call and say whether the
+# assumptions made while tracing still hold.
+# **torch.compile treats an integer attribute of a module as a constant, so the graph guards on
+# its value (self.step == 0), and every new value fails the guard and compiles a new graph.**
+# Each compilation is kept in a cache, and after ``torch._dynamo.config.recompile_limit``
+# compilations of the same code (8 by default) Dynamo stops compiling it: a call that no cached
+# graph fits, here every later step, runs the module's Python code uncompiled.
+# The results stay right, which is why this goes unnoticed:
+
+torch.testing.assert_close(out, model(x))
+print("compiled output equals the uncompiled one:", True)
+
+# %%
+# Older code and messages call the limit ``cache_size_limit``; it is the same setting today
+# (`pull request #143709 <https://github.com/pytorch/pytorch/pull/143709>`_ renamed it and kept
+# the old name as an alias):
+
+print("cache_size_limit:", torch._dynamo.config.cache_size_limit)
+assert torch._dynamo.config.cache_size_limit == torch._dynamo.config.recompile_limit
+
+# %%
+# Raising the limit only delays the problem: a counter takes a new value at every step.
+#
+# The fixes
+# ---------
+#
+# **Keep a value that changes every step in a tensor**: tensors are inputs of the graph, not
+# constants, so a new value needs no new graph.
+# A buffer (see :ref:`register-buffer`) also moves with the module and is saved in its
+# ``state_dict``:
+
+
+class TensorStepLayer(WarmUpLayer):
+    def __init__(self):
+        super().__init__()
+        del self.step
+        self.register_buffer("step", torch.tensor(0.0))
+
+    def forward(self, x):
+        return self.linear(x) * torch.clamp((self.step + 1) / 100, max=1.0)
+
+
+def count_compilations(module, call, steps=6, **compile_options):
+    """Compile ``module``, run ``call(compiled_module, step)`` for each step, count compilations."""
+    torch._dynamo.reset()
+    found = []
+    compiled_module = torch.compile(module, backend=counting_backend(found), **compile_options)
+    outputs = [call(compiled_module, step) for step in range(steps)]
+    return len(found), outputs
+
+
+def set_tensor_step(compiled_module, step):
+    tensor_model.step.fill_(step)
+    return compiled_module(x)
+
+
+tensor_model = TensorStepLayer().to(device)
+tensor_model.load_state_dict(model.state_dict() | {"step": torch.tensor(0.0)})
+with_tensor, tensor_outputs = count_compilations(tensor_model, set_tensor_step)
+print("compilations with a tensor step:", with_tensor)
+assert with_tensor == 1
+model.step = len(tensor_outputs) - 1  # the same step, as an int attribute, uncompiled
+torch.testing.assert_close(tensor_outputs[-1], model(x))
+
+# %%
+# When the number must stay a Python ``int``, a setting tells Dynamo to treat integer attributes
+# of modules like other integers: after one compilation with the first value, the second one is
+# compiled for any value (a *dynamic* integer), and that graph serves every later step.
+
+
+def set_int_step(compiled_module, step):
+    model.step = step
+    return compiled_module(x)
+
+
+with torch._dynamo.config.patch(allow_unspec_int_on_nn_module=True):
+    with_unspec, _ = count_compilations(model, set_int_step)
+print("compilations with allow_unspec_int_on_nn_module=True:", with_unspec)
+assert with_unspec == 2
+
+# %%
+# A number passed as an *argument* is already treated that way, and ``dynamic=True`` makes it
+# dynamic from the first compilation:
+
+
+class StepArgumentLayer(WarmUpLayer):
+    def forward(self, x, step):
+        return self.linear(x) * min(1.0, (step + 1) / 100)
+
+
+argument_model = StepArgumentLayer().to(device)
+as_argument, _ = count_compilations(argument_model, lambda m, step: m(x, step))
+as_dynamic_argument, _ = count_compilations(
+    argument_model, lambda m, step: m(x, step), dynamic=True
+)
+print(f"compilations with step as an argument: {as_argument} | dynamic=True: {as_dynamic_argument}")
+assert as_argument == 2 and as_dynamic_argument == 1
+
+# %%
+# Changing shapes recompile too
+# -----------------------------
+#
+# Shapes are guarded the same way.
+# By default a size that changes is compiled twice: once as a constant, then once more as a
+# dynamic size.
+# ``torch._dynamo.mark_dynamic`` on the first input says in advance which dimension varies,
+# for example the batch size of the last, smaller batch of an epoch:
+
+batches = [torch.randn(n, 8, device=device) for n in (16, 16, 12, 16, 7)]
+by_default, _ = count_compilations(model, lambda m, i: m(batches[i]), steps=len(batches))
+torch._dynamo.mark_dynamic(batches[0], 0)
+marked, _ = count_compilations(model, lambda m, i: m(batches[i]), steps=len(batches))
+print("compilations for batch sizes 16, 16, 12, 16, 7:", by_default, "| with mark_dynamic:", marked)
+assert by_default == 2 and marked == 1
+
+# %%
+# Compiled code lives in a global cache: ``torch._dynamo.reset()`` clears it, and the counts
+# above call it before each compilation so that none inherits another's cache.
+# We clear it once more, so that nothing compiled here stays behind:
+
+torch._dynamo.reset()
+
+# %%
+# A real-world report: "recompilation on a counter-like attribute"
+# ----------------------------------------------------------------
+#
+# In 2024, a Dynamo developer filed the smallest form of this page: a module that increments a
+# counter attribute in ``forward`` was compiled four times in ten calls with the eager backend,
+# a pattern the report expected to be common
+# (`pytorch/pytorch issue #128319 <https://github.com/pytorch/pytorch/issues/128319>`_).
+# It is: in 2026, TorchRec's tests of a compiled metric hit the recompile limit because the
+# metrics library counts its updates in an integer attribute, and the fix was the setting shown
+# above (`meta-pytorch/torchrec pull request #4338
+# <https://github.com/meta-pytorch/torchrec/pull/4338>`_).
+#
+# Takeaway
+# --------
+#
+# **A Python number that changes between calls of a compiled module or function is a constant
+# to torch.compile: each new value compiles a new graph, and after recompile_limit (8) graphs new
+# values run uncompiled.**
+# Keep changing values in tensors (buffers), or make integers dynamic (``dynamic=True``,
+# ``allow_unspec_int_on_nn_module``, ``mark_dynamic`` for sizes), and check
+# with ``TORCH_LOGS="recompiles"`` that a training loop compiles once or twice, not every step.

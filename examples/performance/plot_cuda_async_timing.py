@@ -1,0 +1,217 @@
+"""
+.. _cuda-async-timing:
+
+Timing CUDA code
+================
+
+A clock read before and after a call measures how long the call took to return.
+On the CPU that is the time of the work; on a GPU it is not, because a CUDA call only queues its
+kernel and returns at once.
+A benchmark written with :func:`time.perf_counter` and no synchronisation reports the time it
+takes to *launch* the work, which barely depends on how much work there is.
+
+.. admonition:: What you will learn
+
+   * why a plain clock measures the work on the CPU and only the launch on a GPU;
+   * how :func:`torch.cuda.synchronize` and :class:`torch.cuda.Event` give the real time;
+   * why :class:`torch.utils.benchmark.Timer` is the tool to reach for first, and what it does
+     for you (synchronising, warming up, threads).
+
+.. admonition:: Prerequisites
+
+   :ref:`item-and-tolist` (its last section: CUDA kernels run asynchronously, and ``.item()``
+   waits for them).
+
+Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`,
+:func:`~torch_pitfalls.compare_times`, :func:`~torch_pitfalls.measured`,
+:func:`~torch_pitfalls.cuda_section`.
+"""
+
+# %%
+# A clock around a call
+# ---------------------
+#
+# We time matrix products of two sizes with the most common benchmark code there is: read
+# :func:`time.perf_counter` before and after one call, and keep the fastest of 20 tries (on one
+# CPU thread, which keeps the CPU's times steady on a busy machine).
+# Doubling the side of a square matrix multiplies the work by 8, so the time should grow by
+# roughly as much:
+import inspect
+import time
+
+import torch
+from torch.utils import benchmark
+
+from torch_pitfalls import compare_times, cuda_section, get_device, measured, seed_everything
+
+seed_everything(0)
+device = get_device()
+print(f"device: {device}")
+
+
+def clock_one_call(fn, repeats=20):
+    """Fastest of ``repeats`` clock readings around one call of ``fn``, without synchronising."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # one thread: a busy machine stalls a multi-threaded product
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    torch.set_num_threads(threads)
+    return best
+
+
+small, large = (torch.randn(n, n) for n in (256, 512))
+clock_small = clock_one_call(lambda: small @ small)
+clock_large = clock_one_call(lambda: large @ large)
+clock_ratio = clock_large / clock_small
+print(measured(f"512×512 product / 256×256 product, plain clock: {clock_ratio:.1f}×", "cpu"))
+assert clock_ratio > 2
+
+# %%
+# On the CPU the plain clock is right: **a CPU operation returns when its work is done**, and
+# the time grows with the work.
+#
+# The same clock on a GPU
+# -----------------------
+#
+# A CUDA operation returns as soon as its kernel is queued on the GPU's stream; the GPU runs it
+# later, while Python goes on.
+# The clock then stops before the work is done.
+# We synchronise before each reading starts, so that the queue is empty, and compare the plain
+# clock with the same clock followed by :func:`torch.cuda.synchronize`, which waits for the queued
+# work.
+# On a build without a GPU, the output below is the recorded CUDA run, labelled with its GPU,
+# versions and date, or a sentence saying that this part did not run.
+
+with cuda_section(device, "a plain clock against a synchronised one", measured=True) as live:
+    if live:
+        a, b = (torch.randn(n, n, device=device) for n in (2048, 4096))
+        for m in (a, b):  # warm-up: the first product loads the cuBLAS kernels
+            _ = m @ m
+        torch.cuda.synchronize()
+
+        def launch_time(m):
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            _ = m @ m
+            return time.perf_counter() - start
+
+        def synced_time(m):
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            _ = m @ m
+            torch.cuda.synchronize()
+            return time.perf_counter() - start
+
+        launch = [min(launch_time(m) for _ in range(20)) for m in (a, b)]
+        synced = [min(synced_time(m) for _ in range(20)) for m in (a, b)]
+        launch_ratio, synced_ratio = launch[1] / launch[0], synced[1] / synced[0]
+        print(measured(f"4096 / 2048 product, plain clock: {launch_ratio:.1f}×", device))
+        print(measured(f"4096 / 2048 product, synchronised clock: {synced_ratio:.1f}×", device))
+        print(measured(f"4096 product: synchronised / plain: {synced[1] / launch[1]:.0f}×"))
+        assert launch_ratio < 2 < synced_ratio
+        assert synced[1] > 2 * launch[1]
+
+# %%
+# **Without synchronisation, the GPU clock measures the launch, and the launch costs about the
+# same for 8 times the work.**
+# The forgotten work is not lost either: the next operation that needs a result on the host
+# (``.item()``, ``print``, a copy to the CPU) waits for it, so the time shows up in whatever code
+# runs next, and a profile built with plain clocks blames the wrong line.
+#
+# The fix: CUDA events, or ``torch.cuda.synchronize``
+# ---------------------------------------------------
+#
+# Either call :func:`torch.cuda.synchronize` before reading the clock, as above, or record two
+# :class:`torch.cuda.Event` objects created with ``enable_timing=True`` around the work.
+# Events are timestamps taken *by the GPU* in its stream; after waiting for the second one,
+# :meth:`~torch.cuda.Event.elapsed_time` gives the time between them in milliseconds:
+
+with cuda_section(device, "CUDA events", measured=True) as live:
+    if live:
+        start_event = torch.cuda.Event(enable_timing=True)
+        end_event = torch.cuda.Event(enable_timing=True)
+        event_ms = []
+        for m in (a, b):
+            start_event.record()
+            _ = m @ m
+            end_event.record()
+            end_event.synchronize()  # wait until the GPU has reached end_event
+            event_ms.append(start_event.elapsed_time(end_event))
+        event_ratio = event_ms[1] / event_ms[0]
+        print(measured(f"4096 product: {event_ms[1]:.2f} ms by CUDA events", device))
+        print(measured(f"4096 / 2048 product, CUDA events: {event_ratio:.1f}×", device))
+        assert event_ratio > 2
+
+# %%
+# The tool to reach for first: ``torch.utils.benchmark.Timer``
+# ------------------------------------------------------------
+#
+# :class:`torch.utils.benchmark.Timer` does the synchronising for you, on every device.
+# Its default clock is a small function of PyTorch's; here is its source, read from the
+# installed PyTorch:
+
+default_clock = inspect.signature(benchmark.Timer).parameters["timer"].default
+print(inspect.getsource(default_clock))
+assert "torch.accelerator.synchronize()" in inspect.getsource(default_clock)
+
+# %%
+# **Timer synchronises the accelerator before every clock reading**, so its times include the
+# GPU work, and the same benchmark code is right on the CPU and on a GPU.
+# It also runs warm-up calls first (the first calls pay for lazy initialisation: loading kernels,
+# allocating memory), and repeats the statement in blocks until enough time has been measured:
+
+x = torch.randn(256, 256, device=device)
+timing = benchmark.Timer(stmt="x @ x", globals={"x": x}).blocked_autorange(min_run_time=0.2)
+print(measured(f"x @ x, 256×256: median {timing.median * 1e6:.0f} µs", device))
+print(measured(f"blocks measured: {len(timing.times)}, runs per block: {timing.number_per_run}"))
+assert timing.median > 0 and len(timing.times) >= 1
+
+# %%
+# One default to know: **Timer uses one thread unless told otherwise** (``num_threads=1``),
+# while PyTorch's CPU operations use every core by default.
+# One thread makes comparisons between machines fair; to time what your program will see, pass
+# ``num_threads=torch.get_num_threads()``.
+
+timer_threads = inspect.signature(benchmark.Timer).parameters["num_threads"].default
+print(f"Timer's num_threads default: {timer_threads}")
+assert timer_threads == 1
+
+# %%
+# Comparing two versions of the same code is Timer's main use.
+# :func:`~torch_pitfalls.compare_times`, used across this site, builds a Timer for each callable
+# and interleaves their timings so that a busy machine slows both alike.
+# Timed this way, the two products of the first section differ by the factor the work predicts,
+# on the CPU and on a GPU alike:
+
+m_small, m_large = (torch.randn(n, n, device=device) for n in (256, 512))
+time_small, time_large = compare_times(lambda: m_small @ m_small, lambda: m_large @ m_large)
+timer_ratio = time_large / time_small
+print(measured(f"512×512 product / 256×256 product, Timer: {timer_ratio:.1f}×", device))
+assert timer_ratio > 2
+
+# %%
+# A real-world report: "synchronize makes my model 6 times slower"
+# ----------------------------------------------------------------
+#
+# In 2019, a user measuring the speed of their network on 768×768 images found that its frame
+# rate fell from about 180 to about 30 frames per second when they added
+# :func:`torch.cuda.synchronize` after the forward pass
+# (`pytorch/pytorch issue #18012 <https://github.com/pytorch/pytorch/issues/18012>`_).
+# Synchronising did not slow the model down: the 180 frames per second were the rate at which
+# Python could queue the network's kernels, and 30 was the rate at which the GPU ran them.
+# The maintainers closed the issue with a pointer to the same explanation.
+#
+# See also :ref:`non-blocking-copy`, where the work that has not finished yet is a copy whose
+# result the CPU reads too early.
+#
+# Takeaway
+# --------
+#
+# **CUDA calls return before the GPU has done the work: time GPU code with**
+# ``torch.utils.benchmark.Timer``, **CUDA events, or a** ``torch.cuda.synchronize()`` **before
+# each clock reading.**
+# Warm up before timing, and compare versions of code as ratios timed under the same
+# conditions.
