@@ -76,6 +76,7 @@ assert returned.item() == 0 and after > 10
 # Each call of ``model.parameters()`` makes a new generator, so the model itself is fine:
 
 print("model.parameters() returns a", type(params).__name__)
+assert type(params).__name__ == "generator"
 remaining = list(params)
 fresh = list(model.parameters())
 print("left in the used generator:", len(remaining), "| in a fresh one:", len(fresh))
