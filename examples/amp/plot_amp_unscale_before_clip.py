@@ -203,9 +203,10 @@ assert scaler.get_scale() == scale_before / 2
 # In 2023 a reader of a popular PyTorch U-Net implementation noticed that its training script
 # clipped the gradients right after the scaled backward pass, without ``unscale_``
 # (`milesial/Pytorch-UNet issue #468 <https://github.com/milesial/Pytorch-UNet/issues/468>`_).
-# A reply argued that the scaler's own overflow check made clipping unnecessary; the project then
-# merged a pull request that adds the ``unscale_`` call before clipping, as PyTorch's automatic
-# mixed precision recipe prescribes.
+# The project merged a pull request that adds the ``unscale_`` call before clipping, as PyTorch's
+# automatic mixed precision recipe prescribes
+# (`milesial/Pytorch-UNet pull request #470 <https://github.com/milesial/Pytorch-UNet/pull/470>`_);
+# in the issue, a reply argued that the scaler's own overflow check made clipping unnecessary.
 # The same bug and the same fix appear in many training scripts: a clipping threshold that only
 # "works" when set tens of thousands of times higher than usual is its sign.
 #

@@ -164,7 +164,7 @@ assert builtin_error < 1e-5 and by_hand_error > 1e-3
 # The cost of the lost digits grows with training: in the gradients of a loss written this way,
 # and in any total accumulated from it.
 #
-# On CUDA the float32 list is longer: it includes ``sum``, ``softmax`` and ``log_softmax``.
+# The CUDA float32 list is a different one: it includes ``sum``, ``softmax`` and ``log_softmax``.
 # The same code therefore gives different dtypes on the two devices.
 # On a build without a GPU, the output below is the recorded CUDA run, or a sentence saying that
 # this part did not run.

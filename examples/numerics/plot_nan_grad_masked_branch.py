@@ -128,6 +128,8 @@ x = torch.tensor([-1.0, 0.0, 4.0], device=device, requires_grad=True)
 torch.where(x > 0, torch.sqrt(x.clamp(min=0)), 0.0).sum().backward()
 print("gradient with clamp(min=0):", x.grad.tolist())
 assert x.grad.isnan().tolist() == [False, True, False]
+(product_grad,) = torch.autograd.grad(((x > 0) * torch.sqrt(x)).sum(), x)  # mask as a product
+assert product_grad.isnan().tolist() == [True, True, False]
 
 # %%
 # The fix
@@ -161,6 +163,13 @@ v = torch.zeros(3, device=device, requires_grad=True)
 torch.linalg.vector_norm(v).backward()
 print("vector_norm gradient at zero:", v.grad.tolist())
 assert v.grad.tolist() == [0.0, 0.0, 0.0]
+
+# the report below: exp(a) for a <= 0, 1 + a otherwise, at a = 100; then with a double where
+a = torch.tensor(100.0, device=device, requires_grad=True)
+(report_grad,) = torch.autograd.grad(torch.where(a <= 0, torch.exp(a), 1 + a), a)
+safe_a = torch.where(a <= 0, a, 0.0)
+(report_fixed,) = torch.autograd.grad(torch.where(a <= 0, torch.exp(safe_a), 1 + a), a)
+assert torch.exp(a).isinf() and report_grad.isnan() and report_fixed.item() == 1.0
 
 # %%
 # A real-world report: "torch.where produces nan in backward pass"

@@ -76,6 +76,7 @@ assert returned.item() == 0 and after > 10
 # Each call of ``model.parameters()`` makes a new generator, so the model itself is fine:
 
 print("model.parameters() returns a", type(params).__name__)
+assert type(params).__name__ == "generator"
 remaining = list(params)
 fresh = list(model.parameters())
 print("left in the used generator:", len(remaining), "| in a fresh one:", len(fresh))
@@ -143,9 +144,9 @@ assert returned.item() > 10 and abs(after_fixed - 1.0) < 1e-3
 # A real-world report
 # -------------------
 #
-# The issue above is itself the report: its author described code that looped over the
-# parameters kept in a variable, then passed the same variable to ``clip_grad_norm_``, and
-# trained with gradients that were never clipped, without any sign
+# The issue above is itself the report: its author described a scenario in which code loops over
+# the parameters kept in a variable, then passes the same variable to ``clip_grad_norm_``, and
+# updates the model with gradients that were never clipped, without any sign
 # (`pytorch/pytorch issue #148259 <https://github.com/pytorch/pytorch/issues/148259>`_, 2025).
 # The two-pass case happened in torchtitan, PyTorch's library for training large models: its own
 # ``clip_grad_norm_`` went through its argument twice, so given ``model.parameters()`` it

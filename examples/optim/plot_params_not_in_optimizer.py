@@ -111,6 +111,9 @@ held_count = sum(len(group["params"]) for group in optimizer.param_groups)
 print("trainable parameters missing from the optimizer:", missing)
 print("parameters the optimizer holds:", held_count, "(body and the old head)")
 assert missing == ["head.weight", "head.bias"] and held_count == 4
+current = {id(p) for p in model.parameters()}
+old_head = [p for group in optimizer.param_groups for p in group["params"] if id(p) not in current]
+assert len(old_head) == 2 and all(p.grad is None for p in old_head)  # no gradient: skipped
 
 # %%
 # ``model.to()`` is not the problem
@@ -176,7 +179,7 @@ optimizer.add_param_group({"params": model.head.parameters(), "lr": 0.5})
 print("missing after add_param_group:", not_in_optimizer(model, optimizer))
 fixed_changed = train(model, optimizer)
 print("parameters changed by training:", fixed_changed)
-assert not not_in_optimizer(model, optimizer)
+assert not not_in_optimizer(model, optimizer) and optimizer.param_groups[1]["lr"] == 0.5
 assert fixed_changed == ["body.0.weight", "body.0.bias", "head.weight", "head.bias"]
 
 # %%

@@ -100,8 +100,8 @@ assert created == (0, 0.025)
 
 # %%
 # The warning comes from a check in the scheduler: when it is created, it wraps the optimizer's
-# ``step`` method to count its calls, and at the scheduler's first ``step()`` it warns if the
-# optimizer has not stepped yet.
+# ``step`` method to record that it has been called, and at the scheduler's first ``step()`` it
+# warns if the optimizer has not stepped yet.
 # It checks only that first call, which is why the loop above warned once.
 # It cannot see every case: a schedule stepped twice per epoch, or per batch, passes it.
 #
@@ -186,7 +186,8 @@ assert one_cycle.last_epoch == EPOCHS * BATCHES and abs(peak - 0.1) < 0.01
 # Up to PyTorch 1.0, the scheduler was meant to be stepped at the *start* of each epoch: its
 # constructor left ``last_epoch`` at -1 and the first ``step()`` applied epoch 0's value.
 # `PyTorch 1.1 <https://github.com/pytorch/pytorch/releases/tag/v1.1.0>`_ made the constructor
-# apply it, so the scheduler is stepped *after* the optimizer
+# leave ``last_epoch`` at 0, so that the first ``step()`` moves on to epoch 1's value and the
+# scheduler is stepped *after* the optimizer
 # (`pull request #7889 <https://github.com/pytorch/pytorch/pull/7889>`_, whose title marks it as a
 # change that breaks backward compatibility).
 # PyTorch's optimizer documentation

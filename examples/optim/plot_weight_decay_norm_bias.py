@@ -155,6 +155,8 @@ print(f"normalisation parameters after {STEPS} steps:", kept)
 print("weight matrices shrunk by:", [round(f, 4) for f in matrix_factors])
 assert kept == {"1.weight": 1.0, "1.bias": 0.5, "4.weight": 1.0, "4.bias": 0.5}
 assert all(abs(f - factor) < 1e-3 for f in matrix_factors)
+torch.optim.AdamW(decay_groups(model, DECAY)[:1], lr=LR)  # a group left out: no error
+assert nn.Embedding(10, 4).weight.ndim == 2  # an embedding lands in the decayed group
 
 # %%
 # The groups together must hold every parameter exactly once (see :ref:`params-not-in-optimizer`):
