@@ -282,10 +282,10 @@ with process_group_of_one():
         x = torch.randn(16, 4, device=device)
         aux = net.aux_head(torch.relu(net.body(x)))  # the unused branch, computed anyway
         (model(x).pow(2).mean() + 0 * aux.sum()).backward()
-    aux_grad = net.aux_head.weight.grad
+    zero_times_grad = net.aux_head.weight.grad
 print("output times zero: three iterations ran; aux_head.weight.grad is all zero:", end=" ")
-print(aux_grad is not None and not aux_grad.any())
-assert aux_grad is not None and not aux_grad.any()
+print(zero_times_grad is not None and not zero_times_grad.any())
+assert zero_times_grad is not None and not zero_times_grad.any()
 
 # %%
 # A real-world report: distilling into part of a student model

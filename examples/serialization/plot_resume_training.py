@@ -348,12 +348,11 @@ _ = ax.legend()
 # puts it back there unless ``map_location`` says otherwise.
 # ``map_location="cpu"`` (or ``map_location=device``) loads it on the device you choose, and
 # ``optimizer.load_state_dict`` moves the optimizer's state to the device of each parameter.
-# The states of random number generators are the exception: a generator takes its state as a CPU
-# tensor only, so load a checkpoint that holds them with ``map_location="cpu"``, as ``resume``
-# above does.
 # That is why the order matters: **move the model to its device first, then build the optimizer
 # and load its state**.
 # Moving the model afterwards leaves the optimizer's state behind, and the next step fails.
+# Random number generators differ: a generator takes its state as a CPU tensor only, so load a
+# checkpoint that holds generator states with ``map_location="cpu"``, as ``resume`` above does.
 # The section also restores a ``torch.amp.GradScaler`` whose scale has backed off after an
 # overflow (forced here by an infinite loss).
 # On a build without a GPU, the output below is the recorded CUDA run, or a sentence saying that
