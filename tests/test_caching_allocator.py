@@ -17,6 +17,7 @@ def test_caching_allocator(device):
         assert run["after_empty"] == (0, 0)
         # a live view: nothing to free
         assert run["with_view"] == (256, 256) and run["without_view"] == (0, 0)
-        assert run["in_use"] > run["reserved_now"]
+        # the CUDA context: more than 100 MiB in use on the device besides PyTorch's reserve
+        assert run["in_use"] - run["reserved_now"] > 100 * 2**20
     else:
         assert cuda_parts_reported(run.stdout) == 3

@@ -33,6 +33,8 @@ def test_ddp_unused_parameters(device):
     # the fix: frozen before wrapping, the other four parameters train
     assert run["trained"] == ["body.weight", "body.bias", "head.weight", "head.bias"]
     assert "frozen after wrapping: the second iteration raises" in run.stdout
+    # the output of the unused branch times zero: a zero gradient, and no error
+    assert run["zero_times_grad"] is not None and not run["zero_times_grad"].any()
 
 
 @pytest.fixture(scope="module")

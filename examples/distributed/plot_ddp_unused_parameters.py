@@ -130,7 +130,7 @@ with process_group_of_one():
 # %%
 # **The error comes at the start of the next iteration, not in the backward pass that left a
 # parameter without its gradient.**
-# Its last line lists the indices of the parameters that got no gradient, in the order of
+# Near its end, a line lists the indices of the parameters that got no gradient, in the order of
 # ``model.parameters()`` (counting only those that require a gradient); they name the auxiliary
 # head:
 
@@ -140,6 +140,7 @@ unused = [names[i] for i in indices]
 print("indices", indices, "are", unused)
 assert unused == ["aux_head.weight", "aux_head.bias"]
 assert "find_unused_parameters=True" in error.message
+assert "TORCH_DISTRIBUTED_DEBUG to either INFO or DETAIL" in error.message
 
 # %%
 # The message also suggests the environment variable ``TORCH_DISTRIBUTED_DEBUG`` (``INFO`` or
@@ -272,8 +273,21 @@ with process_group_of_one():
 # When a branch really is used in some iterations and not in others (a mixture of experts, a head
 # per task, a layer skipped at random), ``find_unused_parameters=True`` is what the flag is for.
 # A common alternative, adding the unused branch's output times zero to the loss, makes every
-# parameter receive a gradient (of zero) at the price of computing the branch every time.
-#
+# parameter receive a gradient (of zero) at the price of computing the branch every time:
+
+with process_group_of_one():
+    net = TwoHeads().to(device)
+    model = DDP(net)
+    for _ in range(3):
+        x = torch.randn(16, 4, device=device)
+        aux = net.aux_head(torch.relu(net.body(x)))  # the unused branch, computed anyway
+        (model(x).pow(2).mean() + 0 * aux.sum()).backward()
+    zero_times_grad = net.aux_head.weight.grad
+print("output times zero: three iterations ran; aux_head.weight.grad is all zero:", end=" ")
+print(zero_times_grad is not None and not zero_times_grad.any())
+assert zero_times_grad is not None and not zero_times_grad.any()
+
+# %%
 # A real-world report: distilling into part of a student model
 # ------------------------------------------------------------
 #

@@ -131,8 +131,10 @@ with cuda_section(device, "empty_cache with a view still alive") as live:
 # -----------------------------------
 #
 # The memory in use on the device, as the driver reports it (:func:`torch.cuda.mem_get_info`),
-# is more than PyTorch reserves: the CUDA context of each process (its kernels, cuBLAS and cuDNN
-# workspaces) takes hundreds of MiB that no PyTorch call returns.
+# is more than PyTorch reserves: the CUDA context of each process (the driver's state and the
+# loaded kernels of PyTorch and its CUDA libraries) takes more than 100 MiB that no PyTorch call
+# returns (the workspaces of cuBLAS and cuDNN come from PyTorch's allocator, and count in its
+# numbers).
 # This is the memory that ``nvidia-smi`` still shows after ``empty_cache()`` with no tensor left:
 
 with cuda_section(device, "memory in use on the device") as live:
@@ -144,7 +146,7 @@ with cuda_section(device, "memory in use on the device") as live:
             f"reserved by PyTorch: {reserved_now // MiB} MiB; "
             f"in use on the device: {in_use // MiB} MiB"
         )
-        assert in_use > reserved_now
+        assert in_use - reserved_now > 100 * MiB
 
 # %%
 # (On a GPU shared with other processes, their memory counts in the driver's number too.)

@@ -24,9 +24,9 @@ Nothing fails; the training is just slower than without ``torch.compile``.
 
    :ref:`register-buffer` (the tensors a module keeps besides its parameters).
 
-Every compilation on this page uses ``backend="eager"``: Dynamo captures and guards the graph as
-usual, then runs it without generating code, so the page needs no C++ compiler and the counts are
-those of any backend.
+Every compilation on this page uses a backend that works like ``backend="eager"``: Dynamo
+captures and guards the graph as usual, then the graph runs without generated code, so the page
+needs no C++ compiler and the counts are those of any backend.
 
 Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`.
 """

@@ -184,26 +184,27 @@ assert torch.backends.cudnn.benchmark is False and torch.backends.cudnn.determin
 # **For reproducible GPU runs: seed everything, call use_deterministic_algorithms(True), and
 # leave cudnn.benchmark off.**
 #
-# Matrix products on a GPU need one more setting: cuBLAS is deterministic only with a fixed
-# workspace configuration, set in the environment variable ``CUBLAS_WORKSPACE_CONFIG`` (to
-# ``:4096:8`` or ``:16:8``) before the program starts.
-# Without it, a matrix product raises in deterministic mode:
+# Matrix products on a GPU used to need one more setting: in deterministic mode, PyTorch raised
+# for a matrix product unless the environment variable ``CUBLAS_WORKSPACE_CONFIG`` had been set
+# (to ``:4096:8`` or ``:16:8``) before the program started.
+# `Pull request #161749 <https://github.com/pytorch/pytorch/pull/161749>`_ (October 2025) removed
+# that requirement: PyTorch gives cuBLAS a workspace of its own for each handle and stream, which
+# cuBLAS documents as enough for reproducible results.
+# With an older PyTorch, set the variable before the first CUDA call.
+# With the PyTorch of this page, a matrix product runs in deterministic mode whatever the
+# variable says, and gives the same result twice:
 
 with cuda_section(device, "a matrix product in deterministic mode") as live:
     if live:
-        workspace = os.environ.get("CUBLAS_WORKSPACE_CONFIG")
-        print("CUBLAS_WORKSPACE_CONFIG:", workspace)
+        print("CUBLAS_WORKSPACE_CONFIG:", os.environ.get("CUBLAS_WORKSPACE_CONFIG"))
         matrix = torch.randn(64, 64, device=device)
         torch.use_deterministic_algorithms(True)
         try:
-            if workspace in (":4096:8", ":16:8"):
-                product = matrix @ matrix
-                print("the product ran:", tuple(product.shape))
-            else:
-                with expect_raises(RuntimeError, "CUBLAS_WORKSPACE_CONFIG"):
-                    matrix @ matrix
+            products = [matrix @ matrix for _ in range(2)]
         finally:
             torch.use_deterministic_algorithms(False)
+        print("the product ran twice; same result:", torch.equal(*products))
+        assert torch.equal(*products)
 
 # %%
 # Deterministic algorithms are often slower, and PyTorch's `reproducibility notes
@@ -232,5 +233,5 @@ with cuda_section(device, "a matrix product in deterministic mode") as live:
 # run-dependent order (atomic additions on a GPU) and cuDNN's benchmark mode change results
 # between runs with the same seed.**
 # For a reproducible run, seed everything, call ``torch.use_deterministic_algorithms(True)``
-# (with ``CUBLAS_WORKSPACE_CONFIG=:4096:8`` on a GPU), keep ``cudnn.benchmark`` off, and replace
-# or allow the operations it reports.
+# (with ``CUBLAS_WORKSPACE_CONFIG=:4096:8`` on a GPU with a PyTorch older than the change above),
+# keep ``cudnn.benchmark`` off, and replace or allow the operations it reports.

@@ -211,8 +211,9 @@ with cuda_section(device, "waiting for the copy with an event") as live:
 # (`pytorch/pytorch issue #86264 <https://github.com/pytorch/pytorch/issues/86264>`_).
 # The maintainers closed it as expected behaviour: the CPU goes on before such a copy is
 # finished, and only a synchronisation, or a plain blocking copy, guarantees that the data has
-# arrived; a later issue asked for this to be documented beside every ``non_blocking``
-# argument (`pytorch/pytorch issue #127612 <https://github.com/pytorch/pytorch/issues/127612>`_).
+# arrived; in 2024 a PyTorch developer opened an issue proposing either to make such copies safe
+# or to document beside ``Tensor.to`` that they need a synchronisation
+# (`pytorch/pytorch issue #140296 <https://github.com/pytorch/pytorch/issues/140296>`_).
 #
 # See also :ref:`item-and-tolist`: ``.item()`` and ``.tolist()`` are blocking copies to the host,
 # safe to read and costly to call often.

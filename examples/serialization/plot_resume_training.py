@@ -265,7 +265,9 @@ torch.save(
 def resume(path, restore=("optimizer", "scheduler", "rng")):
     """Start the script again; restore the model and the parts named in ``restore``."""
     model, optimizer, scheduler, loader = start()
-    checkpoint = torch.load(path, map_location=device)
+    # on the CPU: generators take their states as CPU tensors only; load_state_dict copies the
+    # model's and the optimizer's tensors to the device of each parameter
+    checkpoint = torch.load(path, map_location="cpu")
     model.load_state_dict(checkpoint["model"])
     if "optimizer" in restore:
         optimizer.load_state_dict(checkpoint["optimizer"])
@@ -349,6 +351,8 @@ _ = ax.legend()
 # That is why the order matters: **move the model to its device first, then build the optimizer
 # and load its state**.
 # Moving the model afterwards leaves the optimizer's state behind, and the next step fails.
+# Random number generators differ: a generator takes its state as a CPU tensor only, so load a
+# checkpoint that holds generator states with ``map_location="cpu"``, as ``resume`` above does.
 # The section also restores a ``torch.amp.GradScaler`` whose scale has backed off after an
 # overflow (forced here by an infinite loss).
 # On a build without a GPU, the output below is the recorded CUDA run, or a sentence saying that
@@ -379,6 +383,8 @@ with cuda_section(device, "a GPU checkpoint with optimizer and scaler, resumed e
         print("exp_avg with map_location='cpu':", on_cpu["optimizer"]["state"][0]["exp_avg"].device)
         assert as_saved["optimizer"]["state"][0]["exp_avg"].is_cuda
         assert on_cpu["optimizer"]["state"][0]["exp_avg"].device.type == "cpu"
+        with expect_raises(TypeError, "RNG state must be a torch.ByteTensor"):
+            torch.set_rng_state(torch.get_rng_state().to(device))  # a generator state on the GPU
 
         moved_first = nn.Linear(8, 1).to(device)  # the model first, on its device ...
         moved_first.load_state_dict(on_cpu["model"])

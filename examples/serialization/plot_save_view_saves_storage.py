@@ -126,6 +126,8 @@ ways = {
     "features[:2]": features[:2],
     "features.narrow(0, 0, 2)": features.narrow(0, 0, 2),
     "features.chunk(8)[0]": features.chunk(8)[0],
+    "features.split(2)[0]": features.split(2)[0],
+    "features[:2].view(-1)": features[:2].view(-1),
     "features[:2].detach()": features[:2].detach(),
     "features[:2].contiguous()": features[:2].contiguous(),
     "features[[0, 1]]": features[[0, 1]],
@@ -140,6 +142,8 @@ assert [name for name, shared in shares_storage.items() if not shared] == [
     "features[[0, 1]]",
     "features[:2].clone()",
 ]
+first_rows = features[:2]
+assert first_rows.contiguous() is first_rows  # already contiguous: the same tensor, no copy
 
 # %%
 # Slicing, :meth:`~torch.Tensor.narrow`, ``chunk`` and ``split``, :meth:`~torch.Tensor.detach`
@@ -169,9 +173,16 @@ assert torch.equal(fixed, features[5]) and fixed_storage == sample_bytes
 # A dictionary of views needs each value cloned, ``{name: t.clone() for name, t in views.items()}``.
 # Cloning gives up the sharing on purpose: two clones saved together are two storages, and a
 # write to one no longer reaches the other.
-# A state dict is not affected: ``model.state_dict()`` returns the parameters and buffers, each of
-# which has a storage of its own, the right size.
-#
+# A state dict is normally not affected: ``model.state_dict()`` returns the parameters and
+# buffers, which usually each have a storage of their own, the right size:
+
+state = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.BatchNorm1d(3)).state_dict()
+print("every entry's storage is its own size:", all(
+    value.untyped_storage().nbytes() == value.nbytes for value in state.values()
+))
+assert all(value.untyped_storage().nbytes() == value.nbytes for value in state.values())
+
+# %%
 # A real-world report
 # -------------------
 #

@@ -178,6 +178,7 @@ from torch.nn.modules.utils import consume_prefix_in_state_dict_if_present
 
 consume_prefix_in_state_dict_if_present(state, "module.")
 print("keys after stripping 'module.':", list(state))
+assert all(not key.startswith("module") for key in state._metadata)  # the metadata too
 stripped = make_model()
 print("load_state_dict:", stripped.load_state_dict(state))
 assert list(state) == list(plain_state) and accuracy(stripped) == trained_accuracy
