@@ -177,9 +177,10 @@ assert torch.equal(fixed, features[5]) and fixed_storage == sample_bytes
 # buffers, which usually each have a storage of their own, the right size:
 
 state = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.BatchNorm1d(3)).state_dict()
-print("every entry's storage is its own size:", all(
-    value.untyped_storage().nbytes() == value.nbytes for value in state.values()
-))
+print(
+    "every entry's storage is its own size:",
+    all(value.untyped_storage().nbytes() == value.nbytes for value in state.values()),
+)
 assert all(value.untyped_storage().nbytes() == value.nbytes for value in state.values())
 
 # %%
