@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import csv
+import functools
 import gettext
 import re
 from pathlib import Path
@@ -315,3 +316,84 @@ def test_a_rewritten_paragraph_keeps_its_translation_as_fuzzy():
     assert entry.previous_msgid == "Backward frees the saved tensors."
     assert not catalog.obsolete_entries()
     assert catalog.find("Something else entirely, about devices.").msgstr == ""
+
+
+# -- Cross-references next to Chinese text ---------------------------------------------------------
+#
+# A :ref: to a page renders as that page's Chinese title: a plain space between it and Chinese
+# text shows as a stray space on the page (the built-site check tests/browser/test_typography.py
+# finds it too, but only after a build). reST needs an escaped space there: 见\ :ref:`slug`。
+
+CJK_CHAR = re.compile(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef]")
+PAGE_REF = re.compile(r":ref:`([^`<]+?)(?:\s*<[^>]+>)?`")
+TITLED = re.compile(r"\.\. _([\w-]+):\n\n(.+)\n=+\n")
+
+
+@functools.cache
+def chinese_titles() -> dict[str, str]:
+    """Label of every example page and topic → the title a Chinese reader sees."""
+    titles = {}
+    sources = [*(ROOT / "examples").glob("*/plot_*.py")]
+    sources += [*(ROOT / "examples").glob("*/GALLERY_HEADER.rst")]
+    for source in sources:
+        match = TITLED.search(source.read_text(encoding="utf-8"))
+        if not match:
+            continue
+        stem = "index" if source.suffix == ".rst" else source.stem
+        catalog = MESSAGES / "auto_examples" / source.parent.name / f"{stem}.po"
+        english = match[2].strip()
+        titles[match[1]] = next(
+            (e.msgstr for e in polib.pofile(str(catalog)) if e.msgid == english and e.msgstr),
+            english,
+        )
+    return titles
+
+
+def stray_spaces_at_references(text: str, titles: dict[str, str]) -> list[str]:
+    r"""Plain spaces between Chinese text and a reference rendered as a Chinese title.
+
+    >>> stray_spaces_at_references("见 :ref:`a`。:ref:`a` 展示", {"a": "梯度"})
+    ['见 :ref:`a`', ':ref:`a` 展']
+    >>> stray_spaces_at_references("见\\ :ref:`a`，用 :ref:`b`", {"a": "梯度", "b": "CUDA 计时"})
+    []
+    """
+    found = []
+    for match in PAGE_REF.finditer(text):
+        shown = match[1] if "<" in match[0] else titles.get(match[1].lstrip("~"), match[1])
+        before, after = text[: match.start()], text[match.end() :]
+        if (
+            before.endswith(" ")
+            and not before.endswith("\\ ")
+            and CJK_CHAR.match(before[-2:-1] or "a")
+            and CJK_CHAR.match(shown[0])
+        ):
+            found.append(before[-2:] + match[0])
+        if after[:1] == " " and CJK_CHAR.match(after[1:2] or "a") and CJK_CHAR.match(shown[-1]):
+            found.append(match[0] + after[:2])
+    return found
+
+
+EXAMPLE_CATALOGS = [path for path in CATALOGS if "auto_examples" in path.parts]
+
+
+@pytest.mark.parametrize("path", EXAMPLE_CATALOGS, ids=catalog_id)
+def test_no_space_between_chinese_and_a_page_title(path):
+    titles = chinese_titles()
+    problems = [
+        f"{found!r} in: {entry.msgstr[:60]}"
+        for entry in polib.pofile(str(path)).translated_entries()
+        for found in stray_spaces_at_references(entry.msgstr, titles)
+    ]
+    assert not problems, "use a reST escaped space (\\ ) instead:\n" + "\n".join(problems)
+
+
+def test_stray_spaces_at_references_are_found():
+    titles = {"a": "梯度", "b": "CUDA 计时"}
+    assert stray_spaces_at_references("见 :ref:`a`。:ref:`a` 展示", titles) == [
+        "见 :ref:`a`",
+        ":ref:`a` 展",
+    ]
+    assert stray_spaces_at_references("见\\ :ref:`a`，用 :ref:`b`", titles) == []
+    assert stray_spaces_at_references("见 :ref:`梯度累积 <a>`", titles) == [
+        "见 :ref:`梯度累积 <a>`"
+    ]
