@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import importlib.metadata
 import importlib.util
+import json
 import os
 import re
 import shlex
@@ -188,13 +189,138 @@ def test_deeply_nested_code(tmp_path):
     source = f"import torch.nn.functional as F\ny = {terms}\n"
     assert [(f.line, f.rule) for f in lint.check_source(source, language="en")] == [(2, "TP102")]
 
-    message = "RecursionError: statements nested too deeply to check"
-    for branches in (600, 3000):  # too deep for the checker, then for the parser too
-        path = tmp_path / f"generated_{branches}.py"
-        elifs = "".join(f"elif x == {i}:\n    pass\n" for i in range(branches))
-        path.write_text(f"if x:\n    pass\n{elifs}", encoding="utf-8")
-        (finding,) = lint.check_paths(path, language="en")
-        assert (finding.line, finding.rule, finding.message) == (1, "E902", message)
+
+def elif_chain(branches: int) -> str:
+    """A module with an ``elif`` chain of ``branches`` branches, then a TP102 on its last line."""
+    elifs = "".join(f"elif x == {i}:\n    y = {i}\n" for i in range(1, branches))
+    return f"import torch.nn.functional as F\nif x == 0:\n    y = 0\n{elifs}F.dropout(x)\n"
+
+
+@pytest.mark.parametrize("branches", [300, 600, 2500])
+def test_long_elif_chain(tmp_path, branches):
+    """Python compiles these; so the checker must check them (it once gave a RecursionError)."""
+    source = elif_chain(branches)
+    compile(source, "generated.py", "exec")
+    last = 2 * branches + 2
+    limit = sys.getrecursionlimit()
+    assert [(f.line, f.rule) for f in lint.check_source(source, language="en")] == [(last, "TP102")]
+    assert sys.getrecursionlimit() == limit  # raised for the analysis only
+    path = tmp_path / "generated.py"
+    path.write_text(source, encoding="utf-8")
+    assert [(f.line, f.col, f.rule) for f in lint.check_paths(path, language="en")] == [
+        (last, 1, "TP102")
+    ]
+    tree = ast.parse(source)
+    assert [(line, text[:5]) for line, _, text, _ in lint.Flake8Checker(tree).run()] == [
+        (last, "TP102")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "source", "error"),
+    [
+        ("terms.py", "y = " + " + ".join(["x"] * 100_000) + "\n", "RecursionError"),
+        ("elif.py", elif_chain(4000), "RecursionError"),
+    ],
+)
+def test_too_deep_for_python(tmp_path, name, source, error):
+    """Code too deep for Python's own parser: an E999 that says so, not a read error."""
+    with pytest.raises(RecursionError):
+        compile(source, name, "exec")
+    path = tmp_path / name
+    path.write_text(source, encoding="utf-8")
+    (finding,) = lint.check_paths(path, language="en")
+    assert (finding.line, finding.col, finding.rule) == (1, 1, "E999")
+    assert finding.message == (
+        f"{error}: code nested too deeply for Python's parser (maximum recursion depth exceeded "
+        "during ast construction); Python cannot compile this file either"
+    )
+
+
+def notebook(*cells: tuple[str, str | list[str]]) -> str:
+    """The JSON of an nbformat 4 notebook with these ``(cell type, source)`` cells."""
+    return json.dumps(
+        {
+            "nbformat": 4,
+            "nbformat_minor": 5,
+            "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3"}},
+            "cells": [
+                {"cell_type": kind, "metadata": {}, "source": source}
+                | ({"execution_count": None, "outputs": []} if kind == "code" else {})
+                for kind, source in cells
+            ],
+        }
+    )
+
+
+NOTEBOOK = notebook(
+    ("markdown", ["# Training\n", "F.dropout(x) in markdown is not code\n"]),
+    ("code", ["%matplotlib inline\n", "!pip install torch\n", "import torch.nn.functional as F"]),
+    ("code", "%%bash\necho 'F.dropout(x)'\n"),
+    ("raw", "F.dropout(x)\n"),
+    ("code", ["for x in batches:\n", "    %time y = model(x)\n", "    h = F.dropout(x, 0.5)\n"]),
+    ("code", ""),
+    ("code", "probs = F.softmax(h, 1)\nloss = F.cross_entropy(probs, t)\nF.dropout(x)  # noqa\n"),
+)
+
+
+def test_notebook(tmp_path, capsys):
+    path = tmp_path / "train.ipynb"
+    path.write_text(NOTEBOOK, encoding="utf-8")
+    assert lint.main(["--language", "en", "--base-url", BASE, str(path)]) == 1
+    tp101 = rules.describe("TP101", language="en", base_url=BASE)
+    tp102 = rules.describe("TP102", language="en", base_url=BASE)
+    assert capsys.readouterr().out.splitlines() == [
+        f"{path}:cell 5:3:9: {tp102}",
+        f"{path}:cell 7:2:8: {tp101}",
+    ]
+    first = lint.check_paths(path, language="en")[0]
+    assert (first.cell, first.line, first.col, first.rule) == (5, 3, 9, "TP102")
+
+
+def test_notebooks_in_folders(tmp_path):
+    (tmp_path / "a.py").write_text("import torch.nn.functional as F\nF.dropout(x)\n")
+    (tmp_path / "b.ipynb").write_text(NOTEBOOK, encoding="utf-8")
+    (tmp_path / ".ipynb_checkpoints").mkdir()
+    (tmp_path / ".ipynb_checkpoints" / "b-checkpoint.ipynb").write_text(NOTEBOOK)
+    found = [(Path(f.path).name, f.cell, f.line, f.rule) for f in lint.check_paths(tmp_path)]
+    assert found == [
+        ("a.py", 0, 2, "TP102"),
+        ("b.ipynb", 5, 3, "TP102"),
+        ("b.ipynb", 7, 2, "TP101"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "{not json",
+            "not valid notebook JSON: Expecting property name enclosed in double quotes: "
+            "line 1 column 2 (char 1)",
+        ),
+        ("[1, 2]", "not valid notebook JSON: no list of cells"),
+        ('{"nbformat": 3, "cells": []}', "nbformat 3 is not supported (only nbformat 4)"),
+        (
+            '{"nbformat": 4, "cells": [{"cell_type": "code", "source": 7}]}',
+            "not valid notebook JSON: cell 1 has no source text",
+        ),
+    ],
+)
+def test_bad_notebooks(tmp_path, capsys, text, message):
+    path = tmp_path / "broken.ipynb"
+    path.write_text(text, encoding="utf-8")
+    assert lint.main(["--language", "en", str(path)]) == 2
+    assert capsys.readouterr().out == f"{path}:1:1: E902 NotebookError: {message}\n"
+
+
+def test_notebook_syntax_error(tmp_path, capsys):
+    path = tmp_path / "broken.ipynb"
+    path.write_text(notebook(("code", "x = 1\n"), ("code", "y = (\n")), encoding="utf-8")
+    assert lint.main(["--language", "en", str(path)]) == 2
+    assert capsys.readouterr().out == (
+        f"{path}:cell 2:1:5: E999 SyntaxError: '(' was never closed\n"
+    )
 
 
 def test_flake8_checker_class():

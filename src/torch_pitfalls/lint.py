@@ -1,6 +1,6 @@
 """The static checker: PyTorch pitfalls found in source code, without running it or importing torch.
 
-Run it on files or folders (folders are searched for ``*.py``)::
+Run it on files or folders (folders are searched for ``*.py`` and ``*.ipynb``)::
 
     python -m torch_pitfalls.lint [--select IDS] [--ignore IDS] [--enable IDS]
                                   [--language LANG] [--base-url URL] PATH...
@@ -85,6 +85,11 @@ with flake8's rules: the word ``noqa`` in any case but the ids in capitals, and 
 end of a multi-line string or backslash-continued line covers all its lines. ``# flake8: noqa``
 (a whole file) is not read by the command line.
 
+Jupyter notebooks (``*.ipynb``) are checked too: their code cells, read as one module, with cell
+magics (``%%bash``) skipped and line magics and shell commands (``%time``, ``!pip``) read as
+``pass``; a finding is printed as ``path:cell N:line:col: ...``, as ruff prints it (see
+:func:`check_paths`).
+
 Exit status of the command line: 0 nothing found, 1 findings, 2 a usage error or a file that
 could not be read or parsed (printed as ``path:line:col: E999 SyntaxError: ...`` or ``E902``).
 """
@@ -93,9 +98,12 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
+import dataclasses
 import functools
 import importlib.metadata
 import io
+import json
 import os
 import re
 import sys
@@ -116,8 +124,15 @@ PARSE_ERROR = "E999"
 """The id of a finding for a file that is not valid Python (flake8's code)."""
 
 READ_ERROR = "E902"
-"""The id of a finding for a path that cannot be read, or a file nested too deeply to check
-(flake8's code)."""
+"""The id of a finding for a path that cannot be read, or a notebook that is not valid notebook
+JSON (flake8's code)."""
+
+RECURSION_LIMIT = 20_000
+"""The recursion limit the analysis runs under (raised for its duration only, never lowered):
+enough for the deepest code Python's own parser accepts (an ``elif`` chain of about 2 900
+branches)."""
+
+NOTEBOOK_SUFFIX = ".ipynb"
 
 try:
     _VERSION = importlib.metadata.version("torch-pitfalls")
@@ -170,12 +185,14 @@ _SCOPE_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _LOOP_NODES = (ast.For, ast.AsyncFor, ast.While)
 
 
-@dataclass(frozen=True, order=True)
+@functools.total_ordering
+@dataclass(frozen=True)
 class Finding:
     """One pitfall found in a file.
 
-    Findings sort by path, line, column and id, the order the command line prints them in;
-    ``str(finding)`` is the printed line, ``path:line:col: ID message → URL``.
+    Findings sort by path, cell, line, column and id, the order the command line prints them in;
+    ``str(finding)`` is the printed line, ``path:line:col: ID message → URL``, or for a notebook
+    ``path:cell N:line:col: ID message → URL`` (as ruff prints it).
 
     Attributes:
         path: the file, as given to :func:`check_source` or found by :func:`check_paths`.
@@ -186,6 +203,9 @@ class Finding:
         message: for a rule, its message and the URL of its page, ``"message → URL"``, in the
             language asked for (:func:`torch_pitfalls.rules.describe` without the leading id);
             for an error, what went wrong.
+        cell: in a notebook, the cell's number, from 1, counting every cell (markdown ones
+            too), as ruff and Jupyter number them; ``line`` is then the line in that cell.
+            0 for a Python file.
     """
 
     path: str
@@ -193,9 +213,19 @@ class Finding:
     col: int
     rule: str
     message: str
+    cell: int = 0
+
+    def _key(self) -> tuple:
+        return (self.path, self.cell, self.line, self.col, self.rule, self.message)
+
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, Finding):
+            return NotImplemented
+        return self._key() < other._key()
 
     def __str__(self) -> str:
-        return f"{self.path}:{self.line}:{self.col}: {self.rule} {self.message}"
+        where = f"cell {self.cell}:" if self.cell else ""
+        return f"{self.path}:{where}{self.line}:{self.col}: {self.rule} {self.message}"
 
 
 def check_source(
@@ -233,8 +263,10 @@ def check_source(
 
     Raises:
         SyntaxError: ``source`` is not valid Python (:func:`check_paths` reports it instead).
-        RecursionError: statements nested hundreds of levels deep (expressions may nest
-            freely); :func:`check_paths` reports it instead.
+        RecursionError, MemoryError: ``source`` nests too deeply for Python's own parser (an
+            expression of thousands of terms, an ``elif`` chain of thousands of branches);
+            :func:`check_paths` reports it instead. Whatever the parser accepts, the checker
+            handles (see :data:`RECURSION_LIMIT`).
         TypeError: ``source`` is not a string.
         KeyError: an id is not a rule's.
         ValueError: an id is a runtime rule's, not a static check's; or ``language`` is not a
@@ -261,17 +293,25 @@ def check_paths(
     language: str | None = None,
     base_url: str | None = None,
 ) -> list[Finding]:
-    """Check files, and the ``*.py`` files in folders; return every finding, sorted.
+    """Check files, and the ``*.py`` and ``*.ipynb`` files in folders; return every finding, sorted.
 
-    A folder is searched recursively, skipping hidden folders (``.git``, ``.nox``, ``.venv``),
-    ``__pycache__`` and ``build``. A file named explicitly is checked whatever its extension;
-    a file reached twice is checked once. Files are read with the encoding their coding cookie
-    declares (UTF-8 by default).
+    A folder is searched recursively, skipping hidden folders (``.git``, ``.nox``, ``.venv``,
+    ``.ipynb_checkpoints``), ``__pycache__`` and ``build``. A file named explicitly is checked
+    whatever its extension; a file reached twice is checked once. Files are read with the
+    encoding their coding cookie declares (UTF-8 by default).
+
+    A file whose name ends in ``.ipynb`` is read as a Jupyter notebook (JSON, nbformat 4): its
+    code cells, joined in order into one module (a name imported in one cell is known in the
+    next), as ruff reads them. A cell whose source starts with a cell magic (``%%time``,
+    ``%%bash``) is skipped; a line that starts with ``%`` or ``!`` (a line magic, a shell
+    command), after its indentation, is read as ``pass``. Findings carry the cell's number
+    (:attr:`Finding.cell`) and the line in that cell.
 
     As flake8 does, a file that cannot be checked is a finding, not an exception: ``E999`` for
-    invalid Python, at the error's position, and ``E902`` at 1:1 for a path that cannot be read
-    or for statements nested too deeply for the checker (hundreds of levels). They are reported
-    whatever ``select`` and ``ignore`` say.
+    invalid Python, at the error's position (at 1:1 for code nested too deeply for Python's own
+    parser, which Python cannot run either), and ``E902`` at 1:1 for a path that cannot be read
+    or a notebook that is not valid notebook JSON. They are reported whatever ``select`` and
+    ``ignore`` say.
 
     Args:
         paths: files and folders (one path alone is accepted too).
@@ -290,30 +330,50 @@ def check_paths(
         paths = [paths]
     findings = []
     for path in _python_files(paths):
+        cells = None
         try:
-            with tokenize.open(path) as file:
-                source = file.read()
+            if path.endswith(NOTEBOOK_SUFFIX):
+                source, cells = _read_notebook(path)
+            else:
+                with tokenize.open(path) as file:
+                    source = file.read()
+        except _NotebookError as error:
+            findings.append(Finding(path, 1, 1, READ_ERROR, f"NotebookError: {error}"))
+            continue
         except (OSError, UnicodeDecodeError, SyntaxError) as error:  # SyntaxError: bad cookie
             findings.append(Finding(path, 1, 1, READ_ERROR, f"{type(error).__name__}: {error}"))
             continue
-        try:
-            findings += _findings(ast.parse(source, path), source, path, active, describe)
-        except (SyntaxError, ValueError) as error:  # ValueError: a null byte (Python 3.11)
-            line = getattr(error, "lineno", None) or 1
-            col = getattr(error, "offset", None) or 1
-            message = getattr(error, "msg", None) or str(error)
-            findings.append(Finding(path, line, col, PARSE_ERROR, f"SyntaxError: {message}"))
-        except RecursionError:  # by the parser or the checker: a generated elif chain
-            message = "RecursionError: statements nested too deeply to check"
-            findings.append(Finding(path, 1, 1, READ_ERROR, message))
+        found = _check_file(source, path, active, describe)
+        if cells is not None:
+            found = [_in_cell(finding, cells) for finding in found]
+        findings += found
     return sorted(findings)
+
+
+def _check_file(source: str, path: str, active, describe) -> list[Finding]:
+    """The findings of one file's source, or the one E999 finding that says why it cannot be."""
+    try:
+        tree = ast.parse(source, path)
+    except (SyntaxError, ValueError) as error:  # ValueError: a null byte (Python 3.11)
+        line = getattr(error, "lineno", None) or 1
+        col = getattr(error, "offset", None) or 1
+        message = getattr(error, "msg", None) or str(error)
+        return [Finding(path, line, col, PARSE_ERROR, f"SyntaxError: {message}")]
+    except (RecursionError, MemoryError) as error:  # thousands of terms or elif branches
+        detail = f" ({error})" if str(error) else ""
+        message = (
+            f"{type(error).__name__}: code nested too deeply for Python's parser{detail}; "
+            "Python cannot compile this file either"
+        )
+        return [Finding(path, 1, 1, PARSE_ERROR, message)]
+    return _findings(tree, source, path, active, describe)
 
 
 def main(argv: list[str] | None = None) -> int:
     """The command line, ``python -m torch_pitfalls.lint``; returns the exit status.
 
-    Prints one line per finding, ``path:line:col: ID message → URL``, sorted by path, line and
-    column (:func:`check_paths`).
+    Prints one line per finding, ``path:line:col: ID message → URL`` (``path:cell N:line:col:
+    ...`` in a notebook), sorted by path, cell, line and column (:func:`check_paths`).
 
     Args:
         argv: the arguments, without the program name; by default ``sys.argv[1:]``.
@@ -404,7 +464,9 @@ class Flake8Checker:
         """Yield ``(line, column from 0, "ID message → URL", type(self))`` per finding."""
         active = _active_rules(None, (), self.enabled)
         describe = _describer(None, None)
-        for line, col, rule_id in sorted(_analyse(self.tree, active)):
+        with _deep_recursion():
+            found = _analyse(self.tree, active)
+        for line, col, rule_id in sorted(found):
             yield line, col, f"{rule_id} {describe(rule_id)}", type(self)
 
 
@@ -487,7 +549,11 @@ def _files_under(path: str) -> Iterator[str]:
         subfolders[:] = sorted(
             d for d in subfolders if not d.startswith(".") and d not in SKIPPED_DIRECTORIES
         )
-        yield from (os.path.join(folder, name) for name in sorted(files) if name.endswith(".py"))
+        yield from (
+            os.path.join(folder, name)
+            for name in sorted(files)
+            if name.endswith((".py", NOTEBOOK_SUFFIX))
+        )
 
 
 # Rule selection and messages -----------------------------------------------------------------
@@ -533,7 +599,8 @@ def _describer(language: str | None, base_url: str | None):
 
 def _findings(tree: ast.AST, source: str, path: str, active, describe) -> list[Finding]:
     """The sorted findings of one parsed module, noqa applied."""
-    found = _analyse(tree, active)
+    with _deep_recursion():
+        found = _analyse(tree, active)
     if found and "noqa" in source.lower():
         found = _without_noqa(found, source)
     return sorted(Finding(path, line, col + 1, id_, describe(id_)) for line, col, id_ in found)
@@ -575,7 +642,78 @@ def _noqa_lines(source: str, lines: list[str]) -> dict[int, str]:
     return mapping
 
 
+# Notebooks -----------------------------------------------------------------------------------
+
+
+class _NotebookError(ValueError):
+    """A file named ``*.ipynb`` that is not a notebook the checker can read."""
+
+
+def _read_notebook(path: str) -> tuple[str, list[tuple[int, int]]]:
+    """The code of a notebook's code cells as one module, and where each of its lines comes from.
+
+    Returns ``(source, cells)``: ``cells[i]`` is ``(cell number, line in that cell)``, both
+    from 1, of the source's line ``i + 1``.
+
+    Raises:
+        OSError: the file cannot be read.
+        _NotebookError: the file is not UTF-8 JSON of an nbformat 4 notebook.
+    """
+    with open(path, "rb") as file:
+        data = file.read()
+    try:
+        notebook = json.loads(data.decode("utf-8-sig"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise _NotebookError(f"not valid notebook JSON: {error}") from None
+    if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
+        raise _NotebookError("not valid notebook JSON: no list of cells")
+    if notebook.get("nbformat") != 4:
+        version = notebook.get("nbformat")
+        raise _NotebookError(f"nbformat {version!r} is not supported (only nbformat 4)")
+    lines: list[str] = []
+    cells: list[tuple[int, int]] = []
+    for number, cell in enumerate(notebook["cells"], start=1):
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        text = cell.get("source", "")
+        if isinstance(text, list) and all(isinstance(part, str) for part in text):
+            text = "".join(text)
+        if not isinstance(text, str):
+            raise _NotebookError(f"not valid notebook JSON: cell {number} has no source text")
+        if text.lstrip().startswith("%%"):  # a cell magic: the cell is not Python
+            continue
+        for line_number, line in enumerate(text.splitlines(), start=1):
+            code = line.lstrip()
+            if code.startswith(("%", "!")):  # a line magic or a shell command
+                line = line[: len(line) - len(code)] + "pass"
+            lines.append(line)
+            cells.append((number, line_number))
+    return "".join(line + "\n" for line in lines), cells
+
+
+def _in_cell(finding: Finding, cells: list[tuple[int, int]]) -> Finding:
+    """A finding of a notebook's joined source, located in its cell."""
+    if not cells:
+        return finding
+    index = min(max(finding.line, 1), len(cells)) - 1  # a SyntaxError may point past the end
+    cell, line = cells[index]
+    return dataclasses.replace(finding, cell=cell, line=line)
+
+
 # The analysis --------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _deep_recursion() -> Iterator[None]:
+    """Run the analysis under :data:`RECURSION_LIMIT`: it recurses once per nested statement or
+    expression, and an ``elif`` chain nests one level per branch."""
+    previous = sys.getrecursionlimit()
+    if previous < RECURSION_LIMIT:
+        sys.setrecursionlimit(RECURSION_LIMIT)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(previous)
 
 
 def _analyse(tree: ast.AST, active: frozenset[str]) -> list[tuple[int, int, str]]:
