@@ -305,7 +305,7 @@ def check_paths(
     next), as ruff reads them. A cell whose source starts with a cell magic (``%%time``,
     ``%%bash``) is skipped; a line that starts with ``%`` or ``!`` (a line magic, a shell
     command), after its indentation, is read as ``pass``. Findings carry the cell's number
-    (:attr:`Finding.cell`) and the line in that cell.
+    (:class:`Finding`'s ``cell``) and the line in that cell.
 
     As flake8 does, a file that cannot be checked is a finding, not an exception: ``E999`` for
     invalid Python, at the error's position (at 1:1 for code nested too deeply for Python's own
