@@ -237,6 +237,20 @@ def test_too_deep_for_python(tmp_path, name, source, error):
     )
 
 
+def test_recursion_in_the_checker(tmp_path, monkeypatch):
+    """Should the analysis still run out of stack, the file is reported, not the run ended."""
+
+    def too_deep(tree, active):
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(lint, "_analyse", too_deep)
+    path = tmp_path / "deep.py"
+    path.write_text("x = 1\n", encoding="utf-8")
+    assert [str(f) for f in lint.check_paths(path)] == [
+        f"{path}:1:1: E902 RecursionError: code nested too deeply to check"
+    ]
+
+
 def notebook(*cells: tuple[str, str | list[str]]) -> str:
     """The JSON of an nbformat 4 notebook with these ``(cell type, source)`` cells."""
     return json.dumps(

@@ -366,7 +366,10 @@ def _check_file(source: str, path: str, active, describe) -> list[Finding]:
             "Python cannot compile this file either"
         )
         return [Finding(path, 1, 1, PARSE_ERROR, message)]
-    return _findings(tree, source, path, active, describe)
+    try:
+        return _findings(tree, source, path, active, describe)
+    except RecursionError:  # not seen on what the parser accepts, but never a crash
+        return [Finding(path, 1, 1, READ_ERROR, "RecursionError: code nested too deeply to check")]
 
 
 def main(argv: list[str] | None = None) -> int:
