@@ -112,7 +112,10 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-from torch_pitfalls import rules
+from torch_pitfalls import checks, rules
+from torch_pitfalls.checks._ast import Imports
+from torch_pitfalls.checks._ast import child_statements as _child_statements
+from torch_pitfalls.checks._ast import statements as _statements
 
 __all__ = ["Finding", "Flake8Checker", "check_paths", "check_source", "main"]
 
@@ -140,6 +143,7 @@ except importlib.metadata.PackageNotFoundError:  # run from a source tree that i
     _VERSION = "unknown"
 
 _STATIC_IDS = tuple(r.id for r in rules.RULES if r.kind == "lint")
+_CHECK_IDS = frozenset(m.RULE.id for m in checks.modules())
 
 # Qualified names the rules look for, as the imports resolve them.
 _NN = "torch.nn"
@@ -725,68 +729,16 @@ def _analyse(tree: ast.AST, active: frozenset[str]) -> list[tuple[int, int, str]
         return []
     found: list[tuple[int, int, str]] = []
     attributes = None  # the attribute names the module uses, if the walk below learns them
-    imports = _Imports(tree)
+    imports = Imports(tree, _KNOWN_NAMES)
     if active & {"TP101", "TP102", "TP104"}:
         checker = _ExpressionChecker(imports, active, found)
         checker.check_module(tree)
         attributes = checker.attributes
     if "TP103" in active and (attributes is None or {"backward", "step"} <= attributes):
         _LoopChecker(tree, imports, found).check()
+    if active & _CHECK_IDS:
+        found.extend(checks.run(checks.Context.of(tree), active))
     return found
-
-
-def _statements(tree: ast.AST) -> Iterator[ast.stmt]:
-    """Every statement in ``tree``, nested ones included (cheaper than every node)."""
-    stack = list(_child_statements(tree))
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(_child_statements(node))
-
-
-def _child_statements(node: ast.AST) -> Iterator[ast.stmt]:
-    """The statements directly in ``node``'s blocks (through ``except`` and ``case`` clauses)."""
-    for field in ("body", "orelse", "finalbody", "handlers", "cases"):
-        for child in getattr(node, field, ()):
-            if isinstance(child, ast.excepthandler | ast.match_case):
-                yield from child.body
-            elif isinstance(child, ast.stmt):  # a lambda's body is an expression
-                yield child
-
-
-class _Imports:
-    """The qualified name each imported name stands for, from every import of a module."""
-
-    def __init__(self, tree: ast.AST) -> None:
-        self.names: dict[str, str] = {}
-        self.star_modules: list[str] = []
-        for node in _statements(tree):
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    if alias.asname:
-                        self.names[alias.asname] = alias.name
-                    else:  # import torch.nn.functional binds torch
-                        root = alias.name.partition(".")[0]
-                        self.names[root] = root
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                for alias in node.names:
-                    if alias.name == "*":
-                        self.star_modules.append(node.module)
-                    else:
-                        self.names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-
-    def qualified_name(self, node: ast.expr) -> str | None:
-        """``torch.nn.functional.softmax`` for ``F.softmax``; None if not rooted in an import."""
-        if isinstance(node, ast.Attribute):
-            base = self.qualified_name(node.value)
-            return None if base is None else f"{base}.{node.attr}"
-        if isinstance(node, ast.Name):
-            if node.id in self.names:
-                return self.names[node.id]
-            for module in self.star_modules:
-                if f"{module}.{node.id}" in _KNOWN_NAMES:
-                    return f"{module}.{node.id}"
-        return None
 
 
 def _bound_names(target: ast.expr) -> Iterator[str]:
@@ -897,7 +849,7 @@ class _ExpressionChecker(ast.NodeVisitor):
     assignment of the enclosing function or module.
     """
 
-    def __init__(self, imports: _Imports, active: frozenset[str], found: list) -> None:
+    def __init__(self, imports: Imports, active: frozenset[str], found: list) -> None:
         self.imports = imports
         self.attributes: set[str] = set()  # every attribute name read or written
         self.active = active
@@ -1199,7 +1151,7 @@ class _LoopChecker:
     being the first parameter of the method the code is in (a closure's too), or None.
     """
 
-    def __init__(self, tree: ast.AST, imports: _Imports, found: list) -> None:
+    def __init__(self, tree: ast.AST, imports: Imports, found: list) -> None:
         self.tree = tree
         self.imports = imports
         self.found = found

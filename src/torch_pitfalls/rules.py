@@ -245,7 +245,15 @@ RULES: tuple[Rule, ...] = (
         default=False,
     ),
 )
-"""Every rule, in id order."""
+"""Every rule, in id order: the runtime ones above and the static ones of the modules of
+:mod:`torch_pitfalls.checks` (each module is the home of one static rule)."""
+
+from torch_pitfalls import checks as _checks  # noqa: E402 (the modules import Rule from here)
+
+for _module in _checks.modules():
+    RULES += (_module.RULE,)
+    TOPICS.setdefault(_module.RULE.slug, _module.TOPIC)
+RULES = tuple(sorted(RULES, key=lambda r: r.id))
 
 _BY_ID = {r.id: r for r in RULES}
 
