@@ -245,8 +245,8 @@ RULES: tuple[Rule, ...] = (
         default=False,
     ),
 )
-"""Every rule, in id order: the runtime ones above and the static ones of the modules of
-:mod:`torch_pitfalls.checks` (each module is the home of one static rule)."""
+"""The rules, in id order. The runtime ones are listed here; each static one is declared in its
+own module of :mod:`torch_pitfalls.checks`, which is its home."""
 
 from torch_pitfalls import checks as _checks  # noqa: E402 (the modules import Rule from here)
 
