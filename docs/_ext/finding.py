@@ -212,7 +212,7 @@ def message_head(message: str) -> str:
     'Target N is out of bounds'
     """
     head = re.split(r"\. |: \[| \(|\.$|:$", message, maxsplit=1)[0]
-    return re.sub(r"\d+", "N", head).strip()
+    return re.sub(r"\b\d+\b", "N", head).strip()
 
 
 # -- Collecting, per document -----------------------------------------------------------------
