@@ -512,7 +512,8 @@ var Scorer = {
 """
 
 
-def scorer_path(outdir: str, language: str) -> Path:
+def scorer_path(language: str) -> Path:
+    """Where the scorer of one language is written (``html_search_scorer``)."""
     return DOCS / "_build" / "search-scorer" / f"{language}.js"
 
 
@@ -541,7 +542,7 @@ def _write_scorer(app, env) -> None:
 
 
 def _configure(app, config) -> None:
-    config.html_search_scorer = str(scorer_path(app.outdir, page_language(config)))
+    config.html_search_scorer = str(scorer_path(page_language(config)))
     path = Path(config.html_search_scorer)
     if not path.exists():  # read before any page is: written for real by _write_scorer
         path.parent.mkdir(parents=True, exist_ok=True)
