@@ -95,8 +95,9 @@ def see_also(related: dict[str, tuple[str, ...]]) -> dict[str, list[str]]:
     The page's own declaration comes first, in its order; then the pages that declared it, in
     reading order (:data:`~pitfalls_sphinx.PAGE_ORDER`).
 
-    >>> see_also({"a": ("b",), "c": ("a",)})
-    {'a': ['b', 'c'], 'b': ['a'], 'c': ['a']}
+    >>> both = see_also({"a": ("b",), "c": ("a",)})
+    >>> both["a"], both["b"], both["c"]
+    (['b', 'c'], ['a'], ['a'])
     """
     order = {slug: i for i, slug in enumerate(PAGE_ORDER)}
     both: dict[str, list[str]] = {}
@@ -206,8 +207,8 @@ def explaining_pages(printed: list[Printed]) -> dict[tuple[str, str], list[Print
 def message_head(message: str) -> str:
     """The stable beginning of a message, without the values that change from call to call.
 
-    >>> message_head("one of the variables ... operation: [torch.FloatTensor [3]], which is")
-    'one of the variables ... operation'
+    >>> message_head("modified by an inplace operation: [torch.FloatTensor [3]], which is")
+    'modified by an inplace operation'
     >>> message_head("Target 10 is out of bounds.")
     'Target N is out of bounds'
     """
