@@ -513,6 +513,51 @@ var Scorer = {
 """
 
 
+#: Sphinx's search wants every word of a query on one page, and a pasted message names shapes,
+#: devices and operations of the reader's code, not the page's: a query that is a message
+#: (``SomeError: ...``, or a long line) is searched by its stable beginning, cut where
+#: :func:`message_head` cuts. The scorer still sees the whole query.
+MESSAGE_QUERY_JS = r"""
+var pitfallsMessageHead = (query) => {
+  const message = query.match(/^\s*[\w.]*(?:error|warning|exception):\s*(\S[\s\S]*)$/i);
+  const text = message ? message[1] : query;
+  if (!message && text.length < 60) return query;
+  const head = text.split(/\. |: \[| \(|\.$|:$|\n/)[0].trim();
+  return head.length >= 12 ? head : query;
+};
+"""
+#: Sphinx's own splitter (searchtools.js), for a language that has no splitter of its own.
+DEFAULT_SPLITTER_JS = r"""
+var splitQuery = (query) =>
+  query.split(/[^\p{Letter}\p{Number}_\p{Emoji_Presentation}]+/gu).filter((term) => term);
+"""
+WRAP_SPLITTER_JS = r"""
+var pitfallsSplitQuery = splitQuery;
+splitQuery = (query) => pitfallsSplitQuery(pitfallsMessageHead(query));
+"""
+
+
+def message_aware(language_class):
+    """A subclass of a Sphinx search language whose query splitter reads pasted messages."""
+    code = language_class.js_splitter_code or DEFAULT_SPLITTER_JS
+    return type(
+        language_class.__name__,
+        (language_class,),
+        {"js_splitter_code": MESSAGE_QUERY_JS + code + WRAP_SPLITTER_JS},
+    )
+
+
+def _message_aware_languages(app) -> None:
+    from sphinx.search import languages
+    from sphinx.util import import_object
+
+    for lang in ("en", "zh"):
+        base = languages[lang]
+        if isinstance(base, str):
+            base = import_object(base)
+        app.add_search_language(message_aware(base))
+
+
 def scorer_path(language: str) -> Path:
     """Where the scorer of one language is written (``html_search_scorer``)."""
     return DOCS / "_build" / "search-scorer" / f"{language}.js"
@@ -563,6 +608,7 @@ def _check(app, env) -> None:
 
 
 def setup(app):
+    _message_aware_languages(app)
     app.connect("config-inited", _configure)
     app.connect("builder-inited", _read_declarations)
     app.connect("env-get-outdated", _always_reread)

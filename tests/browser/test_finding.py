@@ -62,6 +62,38 @@ FIRST_RESULTS = [
     ),
     ("Using a target size that is different to the input size", "losses/plot_mse_broadcasting"),
 ]
+#: Messages as a reader's own code prints them: other shapes, devices and operations than the
+#: page's, and the rest of the message after its stable beginning.
+PASTED_MESSAGES = [
+    (
+        "RuntimeError: one of the variables needed for gradient computation has been modified by"
+        " an inplace operation: [torch.cuda.FloatTensor [512, 10]], which is output 0 of"
+        " ReluBackward0, is at version 2; expected version 1 instead. Hint: the backtrace further"
+        " above shows the operation that failed to compute its gradient.",
+        "autograd/plot_inplace_saved_tensor",
+    ),
+    (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 7.79 GiB"
+        " total capacity; 6.92 GiB already allocated)",
+        "performance/plot_caching_allocator",
+    ),
+    (
+        "UserWarning: Using a target size (torch.Size([32])) that is different to the input size"
+        " (torch.Size([32, 1])). This will likely lead to incorrect results due to broadcasting.",
+        "losses/plot_mse_broadcasting",
+    ),
+    (
+        "RuntimeError: Trying to backward through the graph a second time (or directly access"
+        " saved tensors after they have already been freed). Saved intermediate values of the"
+        " graph are freed when you call .backward() or autograd.grad().",
+        "autograd/plot_retain_graph",
+    ),
+    (
+        "RuntimeError: view size is not compatible with input tensor's size and stride (at least"
+        " one dimension spans across two contiguous subspaces). Use .reshape(...) instead.",
+        "tensors/plot_view_noncontiguous",
+    ),
+]
 CHINESE_FIRST_RESULTS = [
     ("梯度累积", "autograd/plot_gradient_accumulation"),
     ("混合精度", "amp/plot_amp_unscale_before_clip"),
@@ -69,8 +101,8 @@ CHINESE_FIRST_RESULTS = [
     ("显存不足", "performance/plot_caching_allocator"),
     ("叶子张量", "autograd/plot_non_leaf_grad"),
 ]
-CASES = [("en", q, p) for q, p in FIRST_RESULTS] + [
-    ("zh_CN", q, p) for q, p in FIRST_RESULTS + CHINESE_FIRST_RESULTS
+CASES = [("en", q, p) for q, p in FIRST_RESULTS + PASTED_MESSAGES] + [
+    ("zh_CN", q, p) for q, p in FIRST_RESULTS + PASTED_MESSAGES + CHINESE_FIRST_RESULTS
 ]
 
 
