@@ -587,6 +587,29 @@ def _write_scorer(app, env) -> None:
         path.write_text(text, encoding="utf-8")
 
 
+def _keep_index_entries_in_search(app, env) -> None:
+    """Give Sphinx's search the index entries of the pages this build does not write again.
+
+    Sphinx collects them for the search index while writing a page and keeps them on the
+    environment, which is saved before the pages are written: on the next build, a page that is
+    not written again drops out of the search's index entries. The index domain keeps them all.
+    """
+    from sphinx.util.index_entries import split_index_msg
+
+    stored = env._search_index_index_entries
+    for docname, entries in env.domains.index_domain.entries.items():
+        if docname in stored:
+            continue
+        found = set()
+        for entry_type, value, target_id, main, _key in entries:
+            try:
+                terms = split_index_msg(entry_type, value)
+            except ValueError:
+                continue
+            found |= {(term, target_id or "", main) for term in terms}
+        stored[docname] = sorted(found)
+
+
 def _configure(app, config) -> None:
     config.html_search_scorer = str(scorer_path(page_language(config)))
     path = Path(config.html_search_scorer)
@@ -619,6 +642,7 @@ def setup(app):
     app.connect("doctree-read", _index_entries)
     app.connect("doctree-read", _see_also)
     app.connect("env-updated", _write_scorer)
+    app.connect("env-updated", _keep_index_entries_in_search)
     app.connect("doctree-resolved", _resolve)
     app.connect("env-check-consistency", _check)
     app.add_directive("pitfalls-error-index", _error_index_directive())
