@@ -32,6 +32,7 @@ extensions = [
     "sphinx_gallery.gen_gallery",
     "sphinx_copybutton",
     "pitfalls_sphinx",
+    "finding",
 ]
 
 exclude_patterns = [

@@ -194,3 +194,72 @@ def test_the_offline_link_check_fails_on_a_placeholder_and_a_bare_url(tmp_path, 
     assert linkcheck.check_external(tmp_path) == 2
     out = capsys.readouterr().out
     assert "4 external links" in out and "2  docs.pytorch.org" in out and "2  github.com" in out
+
+
+# -- Finding the page: docs/finding.toml and docs/_ext/finding.py ---------------------------------
+
+
+def _finding():
+    import finding
+
+    return finding
+
+
+def test_every_page_declares_what_readers_search_for():
+    declarations = _finding().load()  # raises on a slug that is not a page
+    missing = [slug for slug in pitfalls_sphinx.PAGE_ORDER if not declarations.search.get(slug)]
+    assert not missing, f"add search phrases to docs/finding.toml for {missing}"
+    for slug in pitfalls_sphinx.PAGE_ORDER:
+        _finding().docname_of(slug)  # each slug has exactly one example file
+
+
+def test_every_symptom_links_existing_pages():
+    symptoms = _finding().load().symptoms
+    assert len(symptoms) >= 8
+    for symptom in symptoms:
+        assert symptom.pages, symptom.id
+        assert set(symptom.pages) <= set(pitfalls_sphinx.PAGE_ORDER), symptom.id
+
+
+def test_a_declaration_naming_no_page_is_refused(tmp_path):
+    path = tmp_path / "finding.toml"
+    path.write_text(
+        '[pages.retain-graph]\nsearch = ["x"]\nrelated = ["no-such-page"]\n'
+        '[[symptoms]]\nid = "a"\ntitle = "A"\npages = ["retain-graph", "nope"]\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(ValueError, match="no-such-page.*nope"):
+        _finding().load(path)
+
+
+def test_see_also_goes_both_ways():
+    finding = _finding()
+    related = finding.load().related
+    both = finding.see_also(related)
+    for slug, others in related.items():
+        assert list(others) == both[slug][: len(others)]  # the page's own order first
+        for other in others:
+            assert slug in both[other], f"{other} does not link back to {slug}"
+    for slug, others in both.items():
+        assert len(others) == len(set(others)) and slug not in others
+    assert sum(map(len, both.values())) > len(pitfalls_sphinx.PAGE_ORDER)
+
+
+def test_messages_are_read_from_outputs_and_mapped_to_where_they_were_printed():
+    finding = _finding()
+    text = (
+        "device: cpu\n"
+        "RuntimeError: Trying to backward through the graph a second time (or directly ...\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+        "PitfallWarning: TP005 backward is adding to gradients\n"
+        "not a message: RuntimeError: inside a line\n"
+    )
+    assert finding.message_lines(text) == [
+        ("RuntimeError", "Trying to backward through the graph a second time (or directly ..."),
+        ("torch.OutOfMemoryError", "CUDA out of memory. Tried to allocate 2.00 GiB"),
+    ]
+    a = finding.Printed("ValueError", "boom", "auto_examples/x/plot_a", "the-symptom", "S")
+    b = finding.Printed("ValueError", "boom", "auto_examples/x/plot_b", "why", "W")
+    assert finding.explaining_pages([a, b]) == {("ValueError", "boom"): [a, b]}
+    assert finding.message_head("Target 10 is out of bounds.") == "Target N is out of bounds"
+    assert finding.message_head("mat1 and mat2 (x)") == "mat1 and mat2"

@@ -498,7 +498,8 @@ def _glossary_directive():
             self.env.note_dependency(str(path))
             with path.open(encoding="utf-8") as file:
                 rows = list(csv.reader(file))
-            table = nodes.table(classes=["pitfalls-glossary"])
+            # Out of the search index: readers searching a term want the pages that use it.
+            table = nodes.table(classes=["pitfalls-glossary", "no-search"])
             group = nodes.tgroup(cols=4)
             table += group
             group.extend(nodes.colspec(colwidth=width) for width in (3, 2, 6, 3))

@@ -1,0 +1,650 @@
+"""Finding the page: the error index, the symptom index, "See also" boxes and search ranking.
+
+Loaded by ``docs/conf.py`` as a Sphinx extension, after sphinx-gallery. Everything it adds comes
+from two sources:
+
+* ``docs/finding.toml``, one declaration per page (what readers search for, related pages) and
+  the list of symptoms;
+* the executed outputs of the pages: every line ``SomeError: message`` or ``SomeWarning: message``
+  that a page printed (as :func:`torch_pitfalls.expect_raises` and
+  :func:`torch_pitfalls.expect_warns` print them), collected from the doctrees at build time, so
+  the error index can never drift from what the installed PyTorch prints.
+
+The search keeps Sphinx's own machinery: the declared phrases become index entries of their page
+(``.. index::``, which Sphinx's search ranks above full-text matches) and a scorer
+(``html_search_scorer``, generated per language once every page is read) raises a page when the
+query contains one of its phrases or a message the page printed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from pitfalls_sphinx import PAGE_ORDER, page_language
+
+DOCS = Path(__file__).resolve().parents[1]
+DECLARATIONS = DOCS / "finding.toml"
+ERROR_INDEX = "errors"
+SYMPTOM_INDEX = "symptoms"
+#: Pages kept low in search results: for contributors, not for readers with a problem.
+LOW_PAGES = ["contributing", "changes", "api", "detectors-api"]
+
+#: A message line of an output block: ``RuntimeError: ...``, ``torch.OutOfMemoryError: ...``.
+MESSAGE_LINE = re.compile(r"^((?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Warning|Exception)): (\S.*)$")
+#: The project's own warnings (the detectors): not PyTorch's messages.
+OWN_CLASSES = {"PitfallWarning"}
+CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+
+
+# -- The declarations -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Symptom:
+    id: str
+    title: str
+    pages: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Declarations:
+    search: dict[str, tuple[str, ...]]
+    related: dict[str, tuple[str, ...]]
+    symptoms: tuple[Symptom, ...]
+
+
+def load(path: Path = DECLARATIONS) -> Declarations:
+    """Read ``finding.toml``.
+
+    Raises:
+        ValueError: a slug that is not a page (:data:`pitfalls_sphinx.PAGE_ORDER`), a page
+            related to itself, or a symptom id used twice.
+    """
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    pages = data.get("pages", {})
+    problems = [f"[pages.{slug}] is not a page" for slug in pages if slug not in PAGE_ORDER]
+    search, related = {}, {}
+    for slug, page in pages.items():
+        search[slug] = tuple(page.get("search", ()))
+        related[slug] = tuple(page.get("related", ()))
+        problems += [f"{slug}: related page {r!r} is not a page" for r in related[slug]
+                     if r not in PAGE_ORDER]  # fmt: skip
+        if slug in related[slug]:
+            problems.append(f"{slug} is related to itself")
+    symptoms, seen = [], set()
+    for entry in data.get("symptoms", ()):
+        symptom = Symptom(entry["id"], entry["title"], tuple(entry["pages"]))
+        if symptom.id in seen:
+            problems.append(f"symptom {symptom.id!r} is declared twice")
+        seen.add(symptom.id)
+        problems += [f"symptom {symptom.id}: {p!r} is not a page" for p in symptom.pages
+                     if p not in PAGE_ORDER]  # fmt: skip
+        symptoms.append(symptom)
+    if problems:
+        raise ValueError(f"{path}: " + "; ".join(problems))
+    return Declarations(search, related, tuple(symptoms))
+
+
+def see_also(related: dict[str, tuple[str, ...]]) -> dict[str, list[str]]:
+    """Both directions of the declared relations: slug → its related pages, each once.
+
+    The page's own declaration comes first, in its order; then the pages that declared it, in
+    reading order (:data:`~pitfalls_sphinx.PAGE_ORDER`).
+
+    >>> both = see_also({"a": ("b",), "c": ("a",)})
+    >>> both["a"], both["b"], both["c"]
+    (['b', 'c'], ['a'], ['a'])
+    """
+    order = {slug: i for i, slug in enumerate(PAGE_ORDER)}
+    both: dict[str, list[str]] = {}
+    for slug, others in related.items():
+        for other in others:
+            both.setdefault(slug, [])
+            if other not in both[slug]:
+                both[slug].append(other)
+    for slug, others in sorted(related.items(), key=lambda item: order.get(item[0], len(order))):
+        for other in others:
+            both.setdefault(other, [])
+            if slug not in both[other] and slug not in related.get(other, ()):
+                both[other].append(slug)
+    return both
+
+
+def slug_of(docname: str) -> str | None:
+    """The page slug of a gallery page's docname, ``None`` for other documents.
+
+    >>> slug_of("auto_examples/autograd/plot_retain_graph")
+    'retain-graph'
+    """
+    if not docname.startswith("auto_examples/") or "/plot_" not in docname:
+        return None
+    return docname.rsplit("/plot_", 1)[1].replace("_", "-")
+
+
+def docname_of(slug: str) -> str:
+    """The docname of a page slug (its example file under examples/<topic>/)."""
+    name = "plot_" + slug.replace("-", "_")
+    [path] = (DOCS.parent / "examples").glob(f"*/{name}.py")
+    return f"auto_examples/{path.parent.name}/{name}"
+
+
+# -- Messages printed by the pages ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Printed:
+    """A PyTorch message printed on a page: its class, its first line, where it was printed."""
+
+    kind: str
+    message: str
+    docname: str
+    section: str  # the id of the section whose output printed it
+    title: str  # that section's title, in the build's language
+
+
+def message_lines(text: str) -> list[tuple[str, str]]:
+    """``(class, first line)`` of each PyTorch error or warning message in an output's text.
+
+    >>> message_lines("device: cpu\\nRuntimeError: boom (x)\\nPitfallWarning: TP001 ...")
+    [('RuntimeError', 'boom (x)')]
+    """
+    found = []
+    for line in text.splitlines():
+        match = MESSAGE_LINE.match(line.strip())
+        if match and match[1].rsplit(".", 1)[-1] not in OWN_CLASSES:
+            found.append((match[1], match[2].rstrip()))
+    return found
+
+
+def printed_messages(doctree, docname: str) -> list[Printed]:
+    """Every PyTorch message that the executed outputs of a page print, with its section."""
+    from docutils import nodes
+
+    found = []
+    for block in doctree.findall(nodes.literal_block):
+        if not _is_output(block):
+            continue
+        section = next((a for a in _ancestors(block) if isinstance(a, nodes.section)), None)
+        section_id = section["ids"][0] if section is not None and section["ids"] else ""
+        title = section[0].astext() if section is not None else ""
+        for kind, message in message_lines(block.astext()):
+            printed = Printed(kind, message, docname, section_id, title)
+            if printed not in found:
+                found.append(printed)
+    return found
+
+
+def _ancestors(node):
+    while node.parent is not None:
+        node = node.parent
+        yield node
+
+
+def _is_output(block) -> bool:
+    """A block of executed output: sphinx-gallery's, or a myst-nb cell output."""
+    if "sphx-glr-script-out" in block["classes"] or "output" in block["classes"]:
+        return True
+    return any("cell_output" in a.get("classes", ()) for a in _ancestors(block))
+
+
+def explaining_pages(printed: list[Printed]) -> dict[tuple[str, str], list[Printed]]:
+    """Where each message is explained: ``(class, message)`` → the places that explain it.
+
+    This is the one mapping step from a message to its pages: a message is explained by the
+    section whose output printed it (each page prints the errors it explains). A registry of
+    message patterns (``torch_pitfalls.messages``) can be cross-checked against it here.
+    """
+    places: dict[tuple[str, str], list[Printed]] = {}
+    for item in printed:
+        places.setdefault((item.kind, item.message), []).append(item)
+    return places
+
+
+def message_head(message: str) -> str:
+    """The stable beginning of a message, without the values that change from call to call.
+
+    >>> message_head("modified by an inplace operation: [torch.FloatTensor [3]], which is")
+    'modified by an inplace operation'
+    >>> message_head("Target 10 is out of bounds.")
+    'Target N is out of bounds'
+    """
+    head = re.split(r"\. |: \[| \(|\.$|:$", message, maxsplit=1)[0]
+    return re.sub(r"\b\d+\b", "N", head).strip()
+
+
+# -- Collecting, per document -----------------------------------------------------------------
+
+
+def _collect(app, doctree) -> None:
+    env = app.env
+    if not hasattr(env, "pitfalls_printed"):
+        env.pitfalls_printed = {}
+    env.pitfalls_printed[env.docname] = printed_messages(doctree, env.docname)
+
+
+def _purge(app, env, docname) -> None:
+    getattr(env, "pitfalls_printed", {}).pop(docname, None)
+
+
+def _merge(app, env, docnames, other) -> None:
+    if not hasattr(env, "pitfalls_printed"):
+        env.pitfalls_printed = {}
+    for docname in docnames:
+        if docname in getattr(other, "pitfalls_printed", {}):
+            env.pitfalls_printed[docname] = other.pitfalls_printed[docname]
+
+
+def _indexes_last(app, env, docnames) -> None:
+    """Read the two index pages after every other page: they list what the others printed."""
+    for name in (ERROR_INDEX, SYMPTOM_INDEX):
+        if name in env.found_docs and name not in docnames:
+            docnames.append(name)
+        elif name in docnames:
+            docnames.remove(name)
+            docnames.append(name)
+
+
+def all_printed(env) -> list[Printed]:
+    """What every page printed, in reading order of the site (gallery pages first)."""
+    order = {docname_of(slug): i for i, slug in enumerate(PAGE_ORDER)}
+    printed = getattr(env, "pitfalls_printed", {})
+    docnames = sorted(printed, key=lambda d: (order.get(d, len(order)), d))
+    return [item for docname in docnames for item in printed[docname]]
+
+
+# -- Index entries for the declared phrases -------------------------------------------------------
+
+
+def _index_entries(app, doctree) -> None:
+    """Give each gallery page an index entry per declared search phrase.
+
+    CJK phrases only on the Chinese build, so that the English index lists English terms.
+    """
+    from docutils import nodes
+    from sphinx import addnodes
+
+    slug = slug_of(app.env.docname)
+    phrases = app.env.pitfalls_declarations.search.get(slug, ()) if slug else ()
+    language = page_language(app.config)
+    phrases = [p for p in phrases if language == "zh_CN" or not CJK.search(p)]
+    section = next(iter(doctree.findall(nodes.section)), None)
+    if not phrases or section is None:
+        return
+    target_id = f"search-{slug}"
+    index = addnodes.index(entries=[("single", p, target_id, "main", None) for p in phrases])
+    target = nodes.target("", "", ids=[target_id])
+    position = 1 if section.children and isinstance(section[0], nodes.title) else 0
+    section.insert(position, index)
+    section.insert(position, target)
+    domain = app.env.domains.index_domain
+    domain.entries.setdefault(app.env.docname, []).extend(index["entries"])
+
+
+def _read_declarations(app) -> None:
+    app.env.pitfalls_declarations = load()
+
+
+def _always_reread(app, env, added, changed, removed):
+    """A changed finding.toml re-reads every page; a changed page re-reads the two indexes."""
+    digest = DECLARATIONS.read_bytes()
+    if getattr(env, "pitfalls_finding", None) != digest:
+        env.pitfalls_finding = digest
+        return sorted(env.found_docs)
+    if added or changed or removed:
+        return [name for name in (ERROR_INDEX, SYMPTOM_INDEX) if name in env.found_docs]
+    return []
+
+
+# -- "See also" at the end of every gallery page -------------------------------------------------
+
+
+def _see_also(app, doctree) -> None:
+    from docutils import nodes
+    from sphinx import addnodes
+
+    slug = slug_of(app.env.docname)
+    if slug is None:
+        return
+    related = see_also(app.env.pitfalls_declarations.related).get(slug, [])
+    if not related:
+        return
+    box = addnodes.seealso(classes=["pitfalls-see-also"])
+    items = nodes.bullet_list()
+    for other in related:
+        items += nodes.list_item("", nodes.paragraph("", "", _ref(app.env.docname, other)))
+    box += items
+    # Before sphinx-gallery's download buttons (the element its download label names).
+    footer = next(
+        (node for node in doctree.findall(nodes.Element)
+         if any(i.startswith("sphx-glr-download") for i in node.get("ids", ()))),
+        None,
+    )  # fmt: skip
+    while footer is not None and not isinstance(footer.parent, nodes.section):
+        footer = footer.parent
+    if footer is not None:
+        footer.parent.insert(footer.parent.index(footer), box)
+    else:
+        list(doctree.findall(nodes.section))[-1].append(box)
+
+
+def _ref(docname: str, target: str, text: str | None = None):
+    """A reference to the label ``target`` (each page's label is its slug), titled by Sphinx."""
+    from docutils import nodes
+    from sphinx import addnodes
+
+    ref = addnodes.pending_xref(
+        "", refdomain="std", reftype="ref", reftarget=target,
+        refexplicit=text is not None, refwarn=True, refdoc=docname,
+    )  # fmt: skip
+    ref += nodes.inline(text=text or target)
+    return ref
+
+
+# -- The two index directives ---------------------------------------------------------------------
+
+GLOSS_CLASS = "pitfalls-gloss"
+
+
+def _gloss(directive, text: str):
+    """A paragraph that translators gloss in Chinese; removed from English pages when written."""
+    from docutils import nodes
+
+    paragraph = nodes.paragraph(text, text, classes=[GLOSS_CLASS])
+    paragraph.source, paragraph.line = directive.state_machine.get_source_and_line(directive.lineno)
+    return paragraph
+
+
+def _section(directive, section_id: str, title: str, translatable: bool = True):
+    from docutils import nodes
+
+    section = nodes.section(ids=[section_id], names=[section_id])
+    heading = nodes.title(title, title)
+    if translatable:
+        heading.source, heading.line = directive.state_machine.get_source_and_line(directive.lineno)
+    else:
+        heading["translatable"] = False
+    section += heading
+    return section
+
+
+def _error_index_directive():
+    from docutils import nodes
+    from sphinx.util.docutils import SphinxDirective
+
+    class ErrorIndex(SphinxDirective):
+        """``pitfalls-error-index``: every PyTorch message the pages print, by class.
+
+        Each message is shown as PyTorch prints it (never translated), with a gloss of its stable
+        beginning (:func:`message_head`, translated in this page's catalog) and links to the
+        sections that printed and explain it.
+        """
+
+        def run(self):
+            places = explaining_pages(all_printed(self.env))
+            self.env.pitfalls_error_index_size = len(places)
+            by_kind: dict[str, dict[str, list]] = {}
+            for (kind, message), where in places.items():
+                by_kind.setdefault(kind, {}).setdefault(message_head(message), []).append(
+                    (message, where)
+                )
+            result = []
+            for kind in sorted(
+                by_kind, key=lambda k: (k.rsplit(".", 1)[-1].endswith("Warning"), k)
+            ):
+                section = _section(self, f"error-{kind.lower().replace('.', '-')}", kind, False)
+                for head, messages in by_kind[kind].items():
+                    entry = nodes.container(classes=["pitfalls-error-entry"])
+                    for message, where in messages:
+                        literal = nodes.literal_block(
+                            f"{kind}: {message}", f"{kind}: {message}",
+                            classes=["pitfalls-error-message"],
+                        )  # fmt: skip
+                        literal["language"] = "none"
+                        literal["translatable"] = False
+                        entry += literal
+                        links = nodes.paragraph(classes=["pitfalls-error-pages"])
+                        links["translatable"] = False
+                        for i, item in enumerate(where):
+                            if i:
+                                links += nodes.Text(" · ")
+                            links += _section_ref(self.env.docname, item)
+                        entry += links
+                    entry.insert(0, _gloss(self, head))
+                    section += entry
+                result.append(section)
+            return result
+
+    return ErrorIndex
+
+
+def _section_ref(fromdoc: str, item: Printed):
+    """A link to the section of a page, titled ``page › section`` when written."""
+    from docutils import nodes
+
+    ref = nodes.reference("", "", internal=True, classes=["pitfalls-printed-on"])
+    ref["pitfalls-docname"] = item.docname
+    ref["pitfalls-section"] = item.section
+    ref += nodes.Text(item.title)
+    return ref
+
+
+def _symptom_index_directive():
+    from docutils import nodes
+    from sphinx.util.docutils import SphinxDirective
+
+    class SymptomIndex(SphinxDirective):
+        """``pitfalls-symptom-index``: one section per declared symptom, linking its pages."""
+
+        def run(self):
+            self.env.note_dependency(str(DECLARATIONS))
+            result = []
+            for symptom in self.env.pitfalls_declarations.symptoms:
+                section = _section(self, f"symptom-{symptom.id}", symptom.title)
+                items = nodes.bullet_list()
+                for slug in symptom.pages:
+                    items += nodes.list_item(
+                        "", nodes.paragraph("", "", _ref(self.env.docname, slug))
+                    )
+                section += items
+                result.append(section)
+            return result
+
+    return SymptomIndex
+
+
+def _resolve(app, doctree, docname) -> None:
+    """Title the links of the error index (``page › section``); drop English glosses."""
+    from docutils import nodes
+
+    english = page_language(app.config) == "en" and app.builder.name != "gettext"
+    for paragraph in list(doctree.findall(nodes.paragraph)):
+        if GLOSS_CLASS in paragraph["classes"] and english:
+            paragraph.parent.remove(paragraph)
+    for ref in doctree.findall(nodes.reference):
+        target = ref.get("pitfalls-docname")
+        if not target:
+            continue
+        uri = app.builder.get_relative_uri(docname, target)
+        ref["refuri"] = uri + (f"#{ref['pitfalls-section']}" if ref["pitfalls-section"] else "")
+        page = app.env.titles[target].astext() if target in app.env.titles else target
+        section = ref.astext()
+        ref.children = []
+        ref += nodes.Text(f"{page} › {section}" if section and section != page else page)
+
+
+# -- Search scorer --------------------------------------------------------------------------------
+
+SCORER_JS = r"""
+// Generated by docs/_ext/finding.py: Sphinx's default scores, plus a bonus for the page that a
+// query names (a phrase of docs/finding.toml or a message the page printed).
+var PITFALLS_PHRASES = __PHRASES__;
+var PITFALLS_LOW = __LOW__;
+var pitfallsNormal = (text) => text.toLowerCase()
+  .replace(/^\s*[\w.]*(error|warning|exception):\s*/, "")
+  .replace(/\d+/g, "0").replace(/\s+/g, " ").trim();
+var Scorer = {
+  score: (result) => {
+    const [docname, title, anchor, descr, score, filename, kind] = result;
+    const query = pitfallsNormal(new URLSearchParams(window.location.search).get("q") || "");
+    let bonus = 0;
+    for (const [phrase, weight] of PITFALLS_PHRASES[docname] || []) {
+      const norm = pitfallsNormal(phrase);
+      if (norm.length < 3) continue;
+      if (query.includes(norm)) bonus = Math.max(bonus, 50 + weight + 2 * norm.length);
+      else if (norm.includes(query) && 2 * query.length >= norm.length)
+        bonus = Math.max(bonus, 50 + weight + 2 * query.length);
+    }
+    if (PITFALLS_LOW.includes(docname)) bonus -= 10;
+    return score + bonus;
+  },
+  objNameMatch: 11,
+  objPartialMatch: 6,
+  objPrio: { 0: 15, 1: 5, 2: -5 },
+  objPrioDefault: 0,
+  title: 15,
+  partialTitle: 7,
+  term: 5,
+  partialTerm: 2,
+};
+"""
+
+
+#: Sphinx's search wants every word of a query on one page, and a pasted message names shapes,
+#: devices and operations of the reader's code, not the page's: a query that is a message
+#: (``SomeError: ...``, or a long line) is searched by its stable beginning, cut where
+#: :func:`message_head` cuts. The scorer still sees the whole query.
+MESSAGE_QUERY_JS = r"""
+var pitfallsMessageHead = (query) => {
+  const message = query.match(/^\s*[\w.]*(?:error|warning|exception):\s*(\S[\s\S]*)$/i);
+  const text = message ? message[1] : query;
+  if (!message && text.length < 60) return query;
+  const head = text.split(/\. |: \[| \(|\.$|:$|\n/)[0].trim();
+  return head.length >= 12 ? head : query;
+};
+"""
+#: Sphinx's own splitter (searchtools.js), for a language that has no splitter of its own.
+DEFAULT_SPLITTER_JS = r"""
+var splitQuery = (query) =>
+  query.split(/[^\p{Letter}\p{Number}_\p{Emoji_Presentation}]+/gu).filter((term) => term);
+"""
+WRAP_SPLITTER_JS = r"""
+var pitfallsSplitQuery = splitQuery;
+splitQuery = (query) => pitfallsSplitQuery(pitfallsMessageHead(query));
+"""
+
+
+def message_aware(language_class):
+    """A subclass of a Sphinx search language whose query splitter reads pasted messages."""
+    code = language_class.js_splitter_code or DEFAULT_SPLITTER_JS
+    return type(
+        language_class.__name__,
+        (language_class,),
+        {"js_splitter_code": MESSAGE_QUERY_JS + code + WRAP_SPLITTER_JS},
+    )
+
+
+def _message_aware_languages(app) -> None:
+    from sphinx.search import languages
+    from sphinx.util import import_object
+
+    for lang in ("en", "zh"):
+        base = languages[lang]
+        if isinstance(base, str):
+            base = import_object(base)
+        app.add_search_language(message_aware(base))
+
+
+def scorer_path(language: str) -> Path:
+    """Where the scorer of one language is written (``html_search_scorer``)."""
+    return DOCS / "_build" / "search-scorer" / f"{language}.js"
+
+
+def scorer_phrases(declarations: Declarations, printed: list[Printed]) -> dict[str, list]:
+    """docname → ``[phrase, weight]``: declared phrases weigh more than printed messages."""
+    phrases: dict[str, list] = {}
+    for slug, declared in declarations.search.items():
+        phrases.setdefault(docname_of(slug), []).extend([p, 20] for p in declared)
+    for item in printed:
+        known = phrases.setdefault(item.docname, [])
+        for text in (item.message, message_head(item.message)):
+            if [text, 0] not in known:
+                known.append([text, 0])
+    return phrases
+
+
+def _write_scorer(app, env) -> None:
+    """Write this language's scorer once every page is read (Sphinx reads it when writing)."""
+    phrases = scorer_phrases(env.pitfalls_declarations, all_printed(env))
+    text = SCORER_JS.replace("__PHRASES__", json.dumps(phrases, ensure_ascii=False, sort_keys=True))
+    text = text.replace("__LOW__", json.dumps(LOW_PAGES))
+    path = Path(app.config.html_search_scorer)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        path.write_text(text, encoding="utf-8")
+
+
+def _keep_index_entries_in_search(app, env) -> None:
+    """Give Sphinx's search the index entries of the pages this build does not write again.
+
+    Sphinx collects them for the search index while writing a page and keeps them on the
+    environment, which is saved before the pages are written: on the next build, a page that is
+    not written again drops out of the search's index entries. The index domain keeps them all.
+    """
+    from sphinx.util.index_entries import split_index_msg
+
+    stored = env._search_index_index_entries
+    for docname, entries in env.domains.index_domain.entries.items():
+        if docname in stored:
+            continue
+        found = set()
+        for entry_type, value, target_id, main, _key in entries:
+            try:
+                terms = split_index_msg(entry_type, value)
+            except ValueError:
+                continue
+            found |= {(term, target_id or "", main) for term in terms}
+        stored[docname] = sorted(found)
+
+
+def _configure(app, config) -> None:
+    config.html_search_scorer = str(scorer_path(page_language(config)))
+    path = Path(config.html_search_scorer)
+    if not path.exists():  # read before any page is: written for real by _write_scorer
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("", encoding="utf-8")
+
+
+def _check(app, env) -> None:
+    """Warn when the error index misses a message a page printed (e.g. a parallel read)."""
+    from sphinx.util import logging
+
+    listed = getattr(env, "pitfalls_error_index_size", None)
+    total = len(explaining_pages(all_printed(env)))
+    if listed is not None and listed != total:
+        logging.getLogger(__name__).warning(
+            f"the error index lists {listed} messages of {total} printed", location=ERROR_INDEX
+        )
+
+
+def setup(app):
+    _message_aware_languages(app)
+    app.connect("config-inited", _configure)
+    app.connect("builder-inited", _read_declarations)
+    app.connect("env-get-outdated", _always_reread)
+    app.connect("env-before-read-docs", _indexes_last)
+    app.connect("env-purge-doc", _purge)
+    app.connect("env-merge-info", _merge)
+    app.connect("doctree-read", _collect)
+    app.connect("doctree-read", _index_entries)
+    app.connect("doctree-read", _see_also)
+    app.connect("env-updated", _write_scorer)
+    app.connect("env-updated", _keep_index_entries_in_search)
+    app.connect("doctree-resolved", _resolve)
+    app.connect("env-check-consistency", _check)
+    app.add_directive("pitfalls-error-index", _error_index_directive())
+    app.add_directive("pitfalls-symptom-index", _symptom_index_directive())
+    return {"parallel_read_safe": False, "parallel_write_safe": True}

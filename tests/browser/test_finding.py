@@ -1,0 +1,245 @@
+"""Finding the page from a message, an API name or a symptom, in the built site.
+
+Search is Sphinx's own, with the scorer and the index entries that docs/_ext/finding.py generates
+from docs/finding.toml and from the messages the pages printed. The error index is checked against
+the outputs of every page, read from the built HTML (not from the code that wrote the index).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from urllib.parse import quote
+
+import pytest
+
+from .conftest import HTML, site_pages
+from .test_language_and_search import search
+
+A = "auto_examples/"
+
+#: What readers paste or type → the page that must come first, per language.
+FIRST_RESULTS = [
+    ("zero_grad", "autograd/plot_backward_step_zero_grad"),
+    ("retain_graph", "autograd/plot_retain_graph"),
+    ("weights_only", "devices/plot_torch_load_weights_only"),
+    ("pin_memory", "performance/plot_non_blocking_copy"),
+    ("set_epoch", "distributed/plot_sampler_set_epoch"),
+    ("ModuleList", "modules/plot_modulelist_vs_list"),
+    ("register_buffer", "modules/plot_register_buffer"),
+    ("clip_grad_norm_", "amp/plot_amp_unscale_before_clip"),
+    ("log_softmax", "tensors/plot_softmax_dim"),
+    ("torch.no_grad", "autograd/plot_no_grad_evaluation"),
+    ("empty_cache", "performance/plot_caching_allocator"),
+    ("CUDA out of memory", "performance/plot_caching_allocator"),
+    ("Trying to backward through the graph a second time", "autograd/plot_retain_graph"),
+    (
+        "RuntimeError: element 0 of tensors does not require grad and does not have a grad_fn",
+        "autograd/plot_requires_grad_propagation",
+    ),
+    ("Weights only load failed", "devices/plot_torch_load_weights_only"),
+    (
+        "view size is not compatible with input tensor's size and stride",
+        "tensors/plot_view_noncontiguous",
+    ),
+    (
+        "one of the variables needed for gradient computation has been modified by an inplace "
+        "operation",
+        "autograd/plot_inplace_saved_tensor",
+    ),
+    (
+        "a leaf Variable that requires grad is being used in an in-place operation.",
+        "autograd/plot_leaf_inplace_init",
+    ),
+    ("Expected all tensors to be on the same device", "devices/plot_device_agnostic_code"),
+    (
+        "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.",
+        "devices/plot_tensor_to_numpy",
+    ),
+    (
+        "Detected call of `lr_scheduler.step()` before `optimizer.step()`",
+        "optim/plot_scheduler_step_order",
+    ),
+    ("Using a target size that is different to the input size", "losses/plot_mse_broadcasting"),
+]
+#: Messages as a reader's own code prints them: other shapes, devices and operations than the
+#: page's, and the rest of the message after its stable beginning.
+PASTED_MESSAGES = [
+    (
+        "RuntimeError: one of the variables needed for gradient computation has been modified by"
+        " an inplace operation: [torch.cuda.FloatTensor [512, 10]], which is output 0 of"
+        " ReluBackward0, is at version 2; expected version 1 instead. Hint: the backtrace further"
+        " above shows the operation that failed to compute its gradient.",
+        "autograd/plot_inplace_saved_tensor",
+    ),
+    (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 7.79 GiB"
+        " total capacity; 6.92 GiB already allocated)",
+        "performance/plot_caching_allocator",
+    ),
+    (
+        "UserWarning: Using a target size (torch.Size([32])) that is different to the input size"
+        " (torch.Size([32, 1])). This will likely lead to incorrect results due to broadcasting.",
+        "losses/plot_mse_broadcasting",
+    ),
+    (
+        "RuntimeError: Trying to backward through the graph a second time (or directly access"
+        " saved tensors after they have already been freed). Saved intermediate values of the"
+        " graph are freed when you call .backward() or autograd.grad().",
+        "autograd/plot_retain_graph",
+    ),
+    (
+        "RuntimeError: view size is not compatible with input tensor's size and stride (at least"
+        " one dimension spans across two contiguous subspaces). Use .reshape(...) instead.",
+        "tensors/plot_view_noncontiguous",
+    ),
+]
+CHINESE_FIRST_RESULTS = [
+    ("梯度累积", "autograd/plot_gradient_accumulation"),
+    ("混合精度", "amp/plot_amp_unscale_before_clip"),
+    ("内存泄漏", "devices/plot_item_and_tolist"),
+    ("显存不足", "performance/plot_caching_allocator"),
+    ("叶子张量", "autograd/plot_non_leaf_grad"),
+]
+CASES = [("en", q, p) for q, p in FIRST_RESULTS + PASTED_MESSAGES] + [
+    ("zh_CN", q, p) for q, p in FIRST_RESULTS + PASTED_MESSAGES + CHINESE_FIRST_RESULTS
+]
+
+
+@pytest.mark.parametrize(("language", "query", "expected"), CASES)
+def test_search_ranks_the_page_first(page, site_url, language, query, expected):
+    found = search(page, site_url, language, query)
+    assert found and found[0] == f"{A}{expected}.html", f"{query!r} found {found[:5]}"
+
+
+def test_the_contributors_glossary_is_not_a_search_result(page, site_url):
+    # 张量 (tensor) is a glossary term: before, the glossary table made the contributor guide a
+    # result for it; the pages that use the term still are.
+    found = search(page, site_url, "zh_CN", "叶子张量")
+    assert found and "contributing.html" not in found
+
+
+# -- The language switch keeps the section and the search query ---------------------------------
+
+
+@pytest.mark.parametrize(("start", "other"), [("en", "zh_CN"), ("zh_CN", "en")])
+def test_language_switch_keeps_the_anchor(page, site_url, start, other):
+    path = f"{A}autograd/plot_retain_graph.html#the-fix"
+    page.goto(f"{site_url}/{start}/{path}")
+    page.locator(".pitfalls-language-switch").first.click()
+    page.wait_for_url(f"{site_url}/{other}/{path}")
+
+
+@pytest.mark.parametrize(("start", "other"), [("en", "zh_CN"), ("zh_CN", "en")])
+def test_language_switch_keeps_the_search_query(page, site_url, start, other):
+    query = quote("retain_graph")
+    page.goto(f"{site_url}/{start}/search.html?q={query}")
+    page.wait_for_selector("#search-results ul.search li")
+    page.locator(".pitfalls-language-switch").first.click()
+    page.wait_for_url(f"{site_url}/{other}/search.html?q={query}")
+    page.wait_for_selector("#search-results ul.search li")
+    assert page.locator("#search-results ul.search li a").count() > 0
+
+
+# -- The error index lists every message the pages print ------------------------------------------
+
+PRE = re.compile(r'<div class="([^"]*)"[^>]*>\s*<div class="highlight"><pre>(.*?)</pre>', re.S)
+MESSAGE = re.compile(r"^((?:\w+\.)*[A-Z]\w*(?:Error|Warning|Exception)): \S")
+
+
+def _text(raw: str) -> str:
+    return html.unescape(re.sub(r"<[^>]+>", "", raw))
+
+
+def printed_on(language: str, path: str) -> set[str]:
+    """The message lines (``Class: message``) of the executed outputs of one built page."""
+    source = (HTML / language / path).read_text(encoding="utf-8")
+    lines = set()
+    for classes, pre in PRE.findall(source):
+        if "sphx-glr-script-out" in classes or "output" in classes.split():
+            for line in _text(pre).splitlines():
+                line = line.strip()
+                if MESSAGE.match(line) and not line.startswith("PitfallWarning:"):
+                    lines.add(line)
+    return lines
+
+
+LANGUAGES = ["en", "zh_CN"]
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_every_printed_message_is_in_the_error_index(site_url, language):
+    index = (HTML / language / "errors.html").read_text(encoding="utf-8")
+    listed = set()
+    for classes, pre in PRE.findall(index):
+        if "pitfalls-error-message" in classes:
+            listed.add(_text(pre).strip())
+    printed = {
+        line: path
+        for path in site_pages(language)
+        if path != "errors.html"
+        for line in printed_on(language, path)
+    }
+    assert len(printed) > 50
+    missing = {line: path for line, path in printed.items() if line not in listed}
+    assert not missing, f"printed but not in the error index: {missing}"
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_each_error_index_entry_links_a_section_that_prints_it(site_url, language):
+    index = (HTML / language / "errors.html").read_text(encoding="utf-8")
+    entries = re.findall(
+        r'<div class="[^"]*pitfalls-error-message[^"]*"[^>]*>\s*<div class="highlight"><pre>'
+        r'(.*?)</pre>.*?<p class="pitfalls-error-pages">(.*?)</p>',
+        index,
+        re.S,
+    )
+    assert entries
+    for pre, links in entries:
+        message = _text(pre).strip()
+        hrefs = re.findall(r'href="([^"#]+)#([^"]+)"', links)
+        assert hrefs, message
+        for href, anchor in hrefs:
+            assert message in printed_on(language, href), f"{href} does not print {message}"
+            assert f'id="{anchor}"' in (HTML / language / href).read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_chinese_error_index_glosses_each_message(site_url, language):
+    index = (HTML / language / "errors.html").read_text(encoding="utf-8")
+    glosses = re.findall(r'<p class="pitfalls-gloss">(.*?)</p>', index, re.S)
+    if language == "en":
+        assert not glosses  # the English message needs no gloss
+    else:
+        messages = index.count("pitfalls-error-message")
+        assert glosses and all(re.search(r"[\u4e00-\u9fff]", _text(g)) for g in glosses)
+        assert len(glosses) <= messages
+
+
+def test_indexes_are_linked_from_the_home_page_and_the_navigation(page, site_url):
+    for language in LANGUAGES:
+        page.goto(f"{site_url}/{language}/index.html")
+        for target in ("errors.html", "symptoms.html"):
+            assert page.locator(f"article a[href='{target}']").count() > 0
+            assert page.locator(f"nav a[href='{target}']").count() > 0
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_symptom_index_links_pages(page, site_url, language):
+    page.goto(f"{site_url}/{language}/symptoms.html")
+    sections = page.locator("section[id^='symptom-']")
+    assert sections.count() >= 8
+    for i in range(sections.count()):
+        links = sections.nth(i).locator(f"a[href^='{A}']")
+        assert links.count() > 0
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_see_also_links_back(page, site_url, language):
+    page.goto(f"{site_url}/{language}/{A}autograd/plot_retain_graph.html")
+    box = page.locator(".pitfalls-see-also")
+    assert box.count() == 1
+    assert box.locator("a[href^='plot_optimizer_step_between_backwards.html']").count() == 1
+    page.goto(f"{site_url}/{language}/{A}devices/plot_item_and_tolist.html")
+    # item-and-tolist does not declare retain-graph: the link back is generated
+    assert page.locator(".pitfalls-see-also a[href^='../autograd/plot_retain_graph.html']").count()
