@@ -54,6 +54,9 @@ TOPICS = {
     "functional-dropout": "modules",
     "train-eval-mode": "modules",
     "interpolate-batch-dim": "tensors",
+    "bce-with-logits": "losses",
+    "requires-grad-propagation": "autograd",
+    "no-grad-evaluation": "autograd",
 }
 """The gallery topic (folder of ``examples/``) of every page a rule points to."""
 
@@ -200,6 +203,54 @@ RULES: tuple[Rule, ...] = (
         default=False,
     ),
     _rule(
+        "TP011",
+        "guard",
+        "bce-with-logits",
+        "cross-entropy over a single output unit",
+        "对单个输出单元做交叉熵",
+        "cross_entropy received one class (C == 1): a softmax over one class is always 1, so the "
+        "loss is always 0 and nothing is learned; for two classes use one output with "
+        "BCEWithLogitsLoss, or two outputs with cross_entropy",
+        "cross_entropy 只收到一个类别（C == 1）：对一个类别做 softmax 恒为 1，损失恒为 0，"
+        "模型什么也学不到；二分类应使用单个输出配 BCEWithLogitsLoss，或两个输出配 cross_entropy",
+    ),
+    _rule(
+        "TP012",
+        "guard",
+        "requires-grad-propagation",
+        "optimizer step without any gradient",
+        "没有任何梯度的优化器更新",
+        "optimizer.step() ran while no parameter it holds had a gradient, so it changed nothing: "
+        "the parameters are frozen, or the loss does not depend on them (a loss.requires_grad_() "
+        "added to silence \"element 0 of tensors does not require grad\" hides that)",
+        "optimizer.step() 运行时，它持有的参数没有一个有梯度，因此什么也没改变：参数被冻结了，"
+        "或者损失与它们无关（为压下 \"element 0 of tensors does not require grad\" 而加上的 "
+        "loss.requires_grad_() 会掩盖这一点）",
+    ),
+    _rule(
+        "TP013",
+        "guard",
+        "train-eval-mode",
+        "training a model left in eval mode",
+        "训练仍处于评估模式的模型",
+        "an optimizer step used gradients of a forward pass of a model in eval mode whose Dropout "
+        "or BatchNorm layers were switched off by eval(): call model.train() after evaluating",
+        "优化器更新所用的梯度来自一次评估模式下的前向传播，其中的 Dropout 或 BatchNorm 层已被 "
+        "eval() 切换为评估行为：评估结束后应调用 model.train()",
+    ),
+    _rule(
+        "TP014",
+        "guard",
+        "no-grad-evaluation",
+        "evaluation that records an unused graph",
+        "评估时记录了无用的计算图",
+        "a model in eval mode ran with gradients enabled, and no backward used the graph it "
+        "recorded: evaluate under torch.no_grad() (or torch.inference_mode()) to save that memory "
+        "and time",
+        "评估模式下的模型在启用梯度时运行，而它记录的计算图没有被任何反向传播用到：应在 "
+        "torch.no_grad()（或 torch.inference_mode()）下评估，以省下这部分内存和时间",
+    ),
+    _rule(
         "TP101",
         "lint",
         "cross-entropy-expects-logits",
@@ -254,6 +305,11 @@ for _module in _checks.modules():
     RULES += (_module.RULE,)
     TOPICS.setdefault(_module.RULE.slug, _module.TOPIC)
 RULES = tuple(sorted(RULES, key=lambda r: r.id))
+
+from torch_pitfalls import messages as _messages  # noqa: E402 (standard library only)
+
+for _message in _messages.MESSAGES:  # the pages of PyTorch's messages (notes, warnings)
+    TOPICS.setdefault(_message.slug, _message.topic)
 
 _BY_ID = {r.id: r for r in RULES}
 
