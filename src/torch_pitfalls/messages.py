@@ -89,8 +89,8 @@ MESSAGES: tuple[Message, ...] = (
        "no-grad-evaluation", "autograd"),
     _w("UserWarning", r"volatile was removed and now has no effect", "no-grad-evaluation",
        "autograd"),
-    _w("UserWarning", r"The \.grad attribute of a Tensor that is not a leaf Tensor is being accessed",
-       "non-leaf-grad", "autograd"),
+    _w("UserWarning", r"The \.grad attribute of a Tensor that is not a leaf Tensor is being "
+       r"accessed", "non-leaf-grad", "autograd"),
     _e("RuntimeError", r"can't retain_grad on Tensor that has requires_grad=False", "non-leaf-grad",
        "autograd"),
     # devices and serialization

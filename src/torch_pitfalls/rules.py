@@ -222,9 +222,9 @@ RULES: tuple[Rule, ...] = (
         "没有任何梯度的优化器更新",
         "optimizer.step() ran while no parameter it holds had a gradient, so it changed nothing: "
         "the parameters are frozen, or the loss does not depend on them (a loss.requires_grad_() "
-        "added to silence \"element 0 of tensors does not require grad\" hides that)",
+        'added to silence "element 0 of tensors does not require grad" hides that)',
         "optimizer.step() 运行时，它持有的参数没有一个有梯度，因此什么也没改变：参数被冻结了，"
-        "或者损失与它们无关（为压下 \"element 0 of tensors does not require grad\" 而加上的 "
+        '或者损失与它们无关（为压下 "element 0 of tensors does not require grad" 而加上的 '
         "loss.requires_grad_() 会掩盖这一点）",
     ),
     _rule(
