@@ -288,7 +288,8 @@ def test_other_errors_get_no_note():
 
 
 def note_of(guard: Guards, slug: str) -> str:
-    url = torch_pitfalls.rules.page_url(slug, language=guard.language)
+    (entry,) = {m.slug: m for m in torch_pitfalls.messages.MESSAGES if m.slug == slug}.values()
+    url = entry.url(language=guard.language)
     return f"{torch_pitfalls.messages.NOTE[guard.language]} → {url}"
 
 

@@ -399,7 +399,7 @@ class Guards:
         entry = _messages.find(type(error).__name__, text, "error")
         if entry is None:
             return
-        url = _rules.page_url(entry.slug, language=self.language, base_url=self.base_url)
+        url = entry.url(language=self.language, base_url=self.base_url)
         if any(url in note for note in getattr(error, "__notes__", ()) if isinstance(note, str)):
             return
         rule_id = entry.rule
@@ -424,7 +424,7 @@ class Guards:
         if key in self._seen:
             return
         self._seen.add(key)
-        url = _rules.page_url(entry.slug, language=self.language, base_url=self.base_url)
+        url = entry.url(language=self.language, base_url=self.base_url)
         warning = PitfallWarning(f"{_messages.NOTE[self.language]} → {url}")
         _STATE.suspended += 1
         try:

@@ -7,8 +7,8 @@ page's slug. The runtime guards (:mod:`torch_pitfalls.guards`) add a note with t
 to a matching error (PEP 678), and issue a :class:`~torch_pitfalls.guards.PitfallWarning` with
 the URL after a matching warning; an index of errors in the docs can be built from the same table.
 
-This module imports only the standard library (no torch), so that the docs build and the static
-checker can read it. ``tests/test_messages.py`` makes PyTorch raise or warn each message, and
+This module imports only the standard library and :mod:`torch_pitfalls.rules` (no torch), so that
+the docs build and the static checker can read it. ``tests/test_messages.py`` makes PyTorch raise or warn each message, and
 checks that every message the pages assert has an entry here.
 
 >>> find("RuntimeError", "element 0 of tensors does not require grad and does not have a grad_fn")
@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+
+from torch_pitfalls import rules as _rules
 
 KINDS = ("error", "warning")
 """An entry is a PyTorch exception (``error``) or a warning (``warning``)."""
@@ -55,6 +57,17 @@ class Message:
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
         object.__setattr__(self, "regex", re.compile(self.pattern))
+
+    def url(self, *, language: str | None = None, base_url: str | None = None) -> str:
+        """The URL of the page in ``language``, as :func:`torch_pitfalls.rules.page_url` builds
+        it (the page need not be one that a rule points to).
+
+        Raises:
+            ValueError: ``language`` is not a site language, or the base URL is not a URL.
+        """
+        name = "plot_" + self.slug.replace("-", "_")
+        language = _rules.resolve_language(language)
+        return f"{_rules.site_url(base_url)}/{language}/auto_examples/{self.topic}/{name}.html"
 
     def matches(self, category: str, text: str) -> bool:
         """Whether a message of the class named ``category`` with this ``text`` is this entry."""

@@ -306,11 +306,6 @@ for _module in _checks.modules():
     TOPICS.setdefault(_module.RULE.slug, _module.TOPIC)
 RULES = tuple(sorted(RULES, key=lambda r: r.id))
 
-from torch_pitfalls import messages as _messages  # noqa: E402 (standard library only)
-
-for _message in _messages.MESSAGES:  # the pages of PyTorch's messages (notes, warnings)
-    TOPICS.setdefault(_message.slug, _message.topic)
-
 _BY_ID = {r.id: r for r in RULES}
 
 
