@@ -13,9 +13,9 @@ or run a whole script with every default guard active, as ``python -m trace`` do
 
 Each pitfall found warns once per place in your code with a :class:`PitfallWarning`, whose
 message starts with the rule's id and ends with the URL of the page that explains it (the rules
-are listed in :mod:`torch_pitfalls.rules`). Errors that PyTorch raises itself for three pitfalls
-(NumPy conversion of a tensor that requires grad or lives on CUDA, an in-place change of a tensor
-saved for backward) get a note with the page's URL (PEP 678).
+are listed in :mod:`torch_pitfalls.rules`). PyTorch's own errors and warnings that a page explains
+(the registry :mod:`torch_pitfalls.messages`) get a note with the page's URL (PEP 678), or are
+followed by a :class:`PitfallWarning` with it; PyTorch's own warning is left as it is.
 
 How the guards work, and what they cost:
 

@@ -416,7 +416,8 @@ def page_url(slug: str, *, language: str | None = None, base_url: str | None = N
 
 
 def localize(text: str, language: str) -> str:
-    """``text`` with every English finding message (:func:`describe`) rewritten in ``language``.
+    """``text`` with every English finding message (:func:`describe`), and every note on a message
+    of PyTorch (:data:`torch_pitfalls.messages.NOTE`), rewritten in ``language``.
 
     The docs build runs each page once, with English messages, and shows its output in both
     languages; on a Chinese page the messages, and the language of their page URLs, are Chinese.
@@ -439,7 +440,11 @@ def localize(text: str, language: str) -> str:
         )
         replacement = f"{found.id} {found.message[language]} → \\1/{language}/\\2"
         text = pattern.sub(lambda m, r=replacement: m.expand(r), text)
-    return text
+    from torch_pitfalls.messages import NOTE  # imported here: messages imports this module
+
+    pattern = re.compile(re.escape(f"{NOTE['en']} → ") + r"(\S+?)/en/(auto_examples/\S+)")
+    replacement = f"{NOTE[language]} → \\1/{language}/\\2"
+    return pattern.sub(lambda m: m.expand(replacement), text)
 
 
 def describe(rule_id: str, *, language: str | None = None, base_url: str | None = None) -> str:
