@@ -8,8 +8,8 @@ to a matching error (PEP 678), and issue a :class:`~torch_pitfalls.guards.Pitfal
 the URL after a matching warning; an index of errors in the docs can be built from the same table.
 
 This module imports only the standard library and :mod:`torch_pitfalls.rules` (no torch), so that
-the docs build and the static checker can read it. ``tests/test_messages.py`` makes PyTorch raise or warn each message, and
-checks that every message the pages assert has an entry here.
+the docs build and the static checker can read it. ``tests/test_messages.py`` makes PyTorch raise
+or warn each message, and checks that every message the pages assert has an entry here.
 
 >>> find("RuntimeError", "element 0 of tensors does not require grad and does not have a grad_fn")
 ... # doctest: +ELLIPSIS
