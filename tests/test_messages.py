@@ -410,3 +410,11 @@ def test_each_message_a_page_asserts_has_an_entry(page, function, names, pattern
     if not covered and ACCELERATOR and pattern in PAGE_NEEDS_NO_ACCELERATOR:
         pytest.skip("needs a machine without an accelerator")
     assert covered, (page, pattern, candidates)
+
+
+def test_registry_imports_no_torch():
+    import subprocess
+    import sys
+
+    code = "import sys, torch_pitfalls.messages; assert 'torch' not in sys.modules, 'torch imported'"
+    subprocess.run([sys.executable, "-c", code], check=True)
