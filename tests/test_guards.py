@@ -524,9 +524,21 @@ def test_an_evaluation_that_records_a_graph_nobody_uses():
     with run() as frozen:
         frozen_net = small_net().requires_grad_(False).eval()
         frozen_net(x)  # nothing requires grad: no graph is recorded
+    with run() as dream:  # DeepDream: an image optimised on an intermediate activation
+        kept = {}
+        handle = frozen_net[1].register_forward_hook(lambda m, i, out: kept.update(out=out))
+        image = torch.randn(16, 4, requires_grad=True)
+        image_optimizer = torch.optim.SGD([image], lr=0.1)
+        for _ in range(2):
+            image_optimizer.zero_grad()
+            frozen_net(image)  # the output is not used, the activation is
+            (-kept["out"].norm()).backward()
+            image_optimizer.step()
+        handle.remove()
     assert found(wrong) == found(at_exit) == ["TP014"]
     assert wrong.found[0].lineno == inspect.getsourcelines(epochs)[1] + 8  # the evaluation's line
-    assert found(fixed) == found(used) == found(frozen) == []
+    assert found(fixed) == found(used) == found(frozen) == found(dream) == []
+    assert not image._backward_hooks  # the guards' hook on the input is gone
     assert len(gradient) == 6
 
 

@@ -416,5 +416,5 @@ def test_registry_imports_no_torch():
     import subprocess
     import sys
 
-    code = "import sys, torch_pitfalls.messages; assert 'torch' not in sys.modules, 'torch imported'"
+    code = "import sys, torch_pitfalls.messages; assert 'torch' not in sys.modules, 'imported'"
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -210,6 +210,11 @@ _SIGNATURES = {f: inspect.signature(f) for f in (*_DROPOUTS, F.interpolate)}
 _BATCH_NORMS = (nn.modules.batchnorm._BatchNorm,)
 _DROPOUT_MODULES = (nn.modules.dropout._DropoutNd,)
 _IMAGE_CHANNELS = (1, 3, 4)
+def _unserializable(hook):
+    """A hook on a user's tensor that pickling skips without PyTorch's warning about it."""
+    return torch.utils.hooks.unserializable_hook(hook)
+
+
 _EMPTY_STEPS = 3  # TP012: steps without any gradient before an optimizer's first gradient
 _MAX_EVAL_FORWARDS = 1000  # TP014: eval-mode forwards recorded before settling without a step
 
@@ -542,7 +547,7 @@ class Guards:
         if self._running and self._running[-1] is module:
             self._running.pop()
             if not self._running and not module.training and torch.is_grad_enabled():
-                self._eval_forward(module, output)
+                self._eval_forward(module, args, output)
 
     # -- gradients left from the last optimizer step ------------------------------------------
     #
@@ -653,10 +658,11 @@ class Guards:
     #   (p > 0) or a BatchNorm with running statistics that eval() switched off, and the stepping
     #   optimizer holds a parameter of the model that has a gradient. A BatchNorm frozen on
     #   purpose (eval() on the BatchNorm layers only) leaves the model in train mode: not flagged.
-    # * TP014 (an evaluation that records a graph): no backward used its graph, nor the graph of
-    #   any other forward from the same line since the last step.
+    # * TP014 (an evaluation that records a graph): no backward used its graph (reached its output
+    #   or an input that requires grad), nor the graph of any other forward from the same line
+    #   since the last step.
 
-    def _eval_forward(self, root: nn.Module, output) -> None:
+    def _eval_forward(self, root: nn.Module, inputs, output) -> None:
         if "TP013" not in self.active_ids and "TP014" not in self.active_ids:
             return
         if not self._watches(root):
@@ -675,6 +681,14 @@ class Guards:
                 used[0] = True
 
             handles = [node.register_prehook(mark) for node in nodes.values()]
+            # a backward that reaches an input used the graph too, through an intermediate
+            # result (a forward hook's activation, as DeepDream optimises an image on)
+            for leaf in torch.utils._pytree.tree_leaves(inputs):
+                if isinstance(leaf, torch.Tensor) and leaf.requires_grad:
+                    if leaf.grad_fn is not None:
+                        handles.append(leaf.grad_fn.register_prehook(mark))
+                    else:
+                        handles.append(leaf.register_hook(_unserializable(mark)))
             switched_off = any(
                 not m.training
                 and (
