@@ -210,6 +210,8 @@ _SIGNATURES = {f: inspect.signature(f) for f in (*_DROPOUTS, F.interpolate)}
 _BATCH_NORMS = (nn.modules.batchnorm._BatchNorm,)
 _DROPOUT_MODULES = (nn.modules.dropout._DropoutNd,)
 _IMAGE_CHANNELS = (1, 3, 4)
+
+
 def _unserializable(hook):
     """A hook on a user's tensor that pickling skips without PyTorch's warning about it."""
     return torch.utils.hooks.unserializable_hook(hook)
