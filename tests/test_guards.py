@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import io
 import json
 import pickle
 import re
@@ -163,12 +164,12 @@ class FunctionalDropout(nn.Module):
 
 def test_functional_dropout_in_eval_mode():
     x = torch.randn(2, 4)
-    with run() as wrong:
+    with run(allow=["TP014"]) as wrong:  # evaluations under grad mode: TP014 is tested below
         FunctionalDropout(fixed=False).eval()(x)
         FunctionalDropout(fixed=False).eval()(x)  # the same line of forward: no second finding
-    with run() as wrong_1d:
+    with run(allow=["TP014"]) as wrong_1d:
         FunctionalDropout(fixed=False, kind=F.dropout1d).eval()(x.unsqueeze(0))
-    with run() as fixed:
+    with run(allow=["TP014"]) as fixed:
         FunctionalDropout(fixed=True).eval()(x)
         FunctionalDropout(fixed=False).train()(x)  # in train mode, dropout is meant to be on
         FunctionalDropout(fixed=False, kind=F.alpha_dropout).eval()(x)  # default training=False
@@ -283,6 +284,281 @@ def test_other_errors_get_no_note():
     assert found(guard) == []
 
 
+# -- PyTorch's own messages: notes and pointers from the registry (messages.py) -------------------
+
+
+def note_of(guard: Guards, slug: str) -> str:
+    (entry,) = {m.slug: m for m in torch_pitfalls.messages.MESSAGES if m.slug == slug}.values()
+    url = entry.url(language=guard.language)
+    return f"{torch_pitfalls.messages.NOTE[guard.language]} → {url}"
+
+
+def leaf_in_place():
+    torch.ones(2, requires_grad=True).add_(1)
+
+
+def backward_without_graph():
+    torch.ones(2).sum().backward()
+
+
+def backward_twice():
+    y = torch.ones(2, requires_grad=True).exp().sum()
+    y.backward()
+    y.backward()
+
+
+def optimize_a_non_leaf():
+    torch.optim.SGD([torch.ones(2, requires_grad=True) * 2], lr=0.1)
+
+
+def load_a_whole_model():
+    buffer = io.BytesIO()
+    torch.save(nn.Linear(2, 2), buffer)
+    buffer.seek(0)
+    torch.load(buffer)
+
+
+@pytest.mark.parametrize(
+    "fail, kind, slug",
+    [
+        (leaf_in_place, RuntimeError, "leaf-inplace-init"),
+        (backward_without_graph, RuntimeError, "requires-grad-propagation"),
+        (backward_twice, RuntimeError, "retain-graph"),
+        (optimize_a_non_leaf, ValueError, "leaf-inplace-init"),
+        (load_a_whole_model, pickle.UnpicklingError, "torch-load-weights-only"),
+    ],
+)
+def test_pytorchs_errors_that_a_page_explains_get_a_note(fail, kind, slug):
+    with pytest.raises(kind) as caught, run() as guard:
+        fail()  # raised out of the block: noted on leaving it, if not by a torch function
+    assert caught.value.__notes__ == [note_of(guard, slug)]
+    assert found(guard) == []  # a note of the registry is not a finding of a rule
+    with pytest.raises(kind) as caught, run(language="zh_CN") as chinese:
+        fail()
+    assert caught.value.__notes__ == [note_of(chinese, slug)]
+    assert "/zh_CN/" in caught.value.__notes__[0]
+    with pytest.raises(kind) as plain:
+        fail()
+    assert not hasattr(plain.value, "__notes__")  # without guards, nothing is added
+
+
+def test_an_error_caught_inside_the_block_is_noted_by_the_torch_function():
+    with run() as guard:
+        try:
+            backward_twice()
+        except RuntimeError as error:
+            caught = error
+    assert caught.__notes__ == [note_of(guard, "retain-graph")]
+
+
+def test_each_message_gets_one_note_and_rules_keep_theirs():
+    x = torch.ones(4, requires_grad=True)
+    with run() as guard, pytest.raises(RuntimeError) as caught:
+        gate = x.sigmoid()
+        gate.mul_(2)
+        gate.sum().backward()  # noted by the backward call, then seen again on leaving
+    assert caught.value.__notes__ == [guard.message("TP009")]
+    with run() as guard, pytest.raises(NotImplementedError) as caught:
+        F.interpolate(torch.randn(8, 8), scale_factor=2)  # 2-D: not TP006's case, its page still
+    assert caught.value.__notes__ == [note_of(guard, "interpolate-batch-dim")]
+    assert found(guard) == []
+
+
+def test_pytorchs_warnings_that_a_page_explains_are_followed_by_a_pointer():
+    def warn():
+        F.softmax(torch.zeros(2, 3))  # no dim: PyTorch's UserWarning
+
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        with run() as guard:
+            for _ in range(2):
+                warn()  # the same line: one pointer
+            F.mse_loss(torch.zeros(3), torch.zeros(3, 1))
+    pairs = [(w.category, str(w.message)) for w in shown]
+    softmax = "Implicit dimension choice for softmax has been deprecated"
+    assert [c for c, _ in pairs] == [UserWarning, PitfallWarning, UserWarning, UserWarning,
+                                     PitfallWarning]  # fmt: skip
+    assert softmax in pairs[0][1] and pairs[1][1] == note_of(guard, "softmax-dim")
+    assert pairs[4][1] == note_of(guard, "mse-broadcasting")
+    assert {w.filename for w in shown if w.category is PitfallWarning} == {__file__}
+    assert found(guard) == []
+    with warnings.catch_warnings(record=True) as plain:
+        warnings.simplefilter("always")
+        warn()
+    assert [w.category for w in plain] == [UserWarning]
+
+
+# -- new rules: TP011 to TP014 ---------------------------------------------------------------------
+
+
+def test_cross_entropy_over_a_single_output_unit():
+    logits, labels = torch.randn(8, 1), torch.randint(0, 2, (8,)).float()
+    with run() as wrong:
+        loss = nn.CrossEntropyLoss()(logits, labels.unsqueeze(1))  # 0/1 floats as probabilities
+        F.cross_entropy(logits.squeeze(1)[:1], torch.tensor(0))  # unbatched, one class
+    with run() as fixed:
+        F.binary_cross_entropy_with_logits(logits.squeeze(1), labels)
+        F.cross_entropy(torch.randn(8, 2), labels.long())
+        F.cross_entropy(torch.randn(0, 1), torch.zeros(0, dtype=torch.long))  # empty: nothing
+    assert loss.item() == 0.0
+    assert found(wrong) == ["TP011", "TP011"]
+    assert found(fixed) == []
+
+
+def frozen_training(hide: bool, steps: int = 1):
+    torch.manual_seed(0)
+    net = nn.Linear(4, 1).requires_grad_(False)
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+    for _ in range(steps):
+        loss = F.mse_loss(net(torch.randn(8, 4)), torch.randn(8, 1))
+        if hide:
+            loss.requires_grad_()  # silences "element 0 of tensors does not require grad"
+            loss.backward()
+        optimizer.step()
+
+
+def test_an_optimizer_step_without_any_gradient():
+    with run() as frozen:
+        frozen_training(hide=True)
+    with run() as no_backward:
+        frozen_training(hide=False)
+
+    detached = nn.Linear(4, 1)  # trainable, but the loss does not depend on it
+    optimizer = torch.optim.SGD(detached.parameters(), lr=0.1)
+    with run() as broken_graph:
+        for _ in range(3):
+            optimizer.zero_grad()
+            value = F.mse_loss(detached(torch.randn(8, 4)), torch.randn(8, 1)).item()
+            torch.tensor(value, requires_grad=True).backward()
+            optimizer.step()
+    assert found(frozen) == found(no_backward) == found(broken_graph) == ["TP012"]
+
+
+def test_steps_that_skip_a_part_on_purpose_are_not_flagged():
+    torch.manual_seed(0)
+    trunk, heads = nn.Linear(4, 4), [nn.Linear(4, 1), nn.Linear(4, 1)]
+    optimizers = [torch.optim.SGD(h.parameters(), lr=0.1) for h in heads]
+    trunk_optimizer = torch.optim.SGD(trunk.parameters(), lr=0.1)
+    with run() as multi_task:
+        for step in range(6):  # each batch trains one head; every optimizer steps
+            for o in (*optimizers, trunk_optimizer):
+                o.zero_grad()
+            heads[step % 2](trunk(torch.randn(8, 4))).pow(2).mean().backward()
+            for o in (*optimizers, trunk_optimizer):
+                o.step()
+    w = torch.ones(3, requires_grad=True)
+    lbfgs = torch.optim.LBFGS([w], max_iter=2)
+
+    def closure():
+        lbfgs.zero_grad()
+        loss = (w - 2).pow(2).sum()
+        loss.backward()
+        return loss
+
+    with run() as closure_step:
+        lbfgs.step(closure)  # the gradients come from the closure, inside step()
+    assert found(multi_task) == found(closure_step) == []
+
+
+def train_steps(net, steps=2, eval_first=True, frozen_batchnorm=False):
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+    x, y = torch.randn(16, 4), torch.randint(0, 2, (16,))
+    if eval_first:
+        net.eval()
+        with torch.no_grad():
+            net(x)  # an evaluation, correctly done...
+    if frozen_batchnorm:
+        net.train()
+        for module in net.modules():
+            if isinstance(module, nn.BatchNorm1d):
+                module.eval()  # frozen on purpose, as detection fine-tuning does
+    for _ in range(steps):  # ... but train() is never called again (unless frozen_batchnorm)
+        optimizer.zero_grad()
+        F.cross_entropy(net(x), y).backward()
+        optimizer.step()
+    return net
+
+
+def test_training_a_model_left_in_eval_mode():
+    torch.manual_seed(0)
+    with run() as wrong:
+        train_steps(small_net())
+    with run() as frozen_batchnorm:
+        train_steps(small_net(), frozen_batchnorm=True)
+    with run() as plain_layers:
+        train_steps(nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2)))  # eval() changes
+    with run() as adversarial:  # input gradients of a model in eval mode, no optimizer step
+        net = small_net().eval()
+        x = torch.randn(4, 4, requires_grad=True)
+        F.cross_entropy(net(x), torch.tensor([0, 1, 0, 1])).backward()
+    assert found(wrong) == ["TP013"]
+    assert found(frozen_batchnorm) == found(plain_layers) == found(adversarial) == []
+
+
+def test_an_evaluation_that_records_a_graph_nobody_uses():
+    torch.manual_seed(0)
+    net, x = small_net(), torch.randn(16, 4)
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+
+    def epochs(no_grad: bool):
+        for _ in range(2):
+            net.train()
+            optimizer.zero_grad()
+            F.cross_entropy(net(x), torch.zeros(16, dtype=torch.long)).backward()
+            optimizer.step()
+            net.eval()
+            with torch.no_grad() if no_grad else contextlib.nullcontext():
+                scores = net(x)  # the evaluation
+            _ = scores.argmax(1)
+
+    with run() as wrong:
+        epochs(no_grad=False)
+    with run() as fixed:
+        epochs(no_grad=True)
+    with run() as at_exit:
+        net.eval()
+        net(x).sum().item()  # no step follows: settled when the block ends
+    with run() as used:
+        net.eval()
+        gradient = torch.autograd.grad(net(x).sum(), list(net.parameters()))  # used by grad()
+    with run() as frozen:
+        frozen_net = small_net().requires_grad_(False).eval()
+        frozen_net(x)  # nothing requires grad: no graph is recorded
+    with run() as dream:  # DeepDream: an image optimised on an intermediate activation
+        kept = {}
+        handle = frozen_net[1].register_forward_hook(lambda m, i, out: kept.update(out=out))
+        image = torch.randn(16, 4, requires_grad=True)
+        image_optimizer = torch.optim.SGD([image], lr=0.1)
+        for _ in range(2):
+            image_optimizer.zero_grad()
+            frozen_net(image)  # the output is not used, the activation is
+            (-kept["out"].norm()).backward()
+            image_optimizer.step()
+        handle.remove()
+    assert found(wrong) == found(at_exit) == ["TP014"]
+    assert wrong.found[0].lineno == inspect.getsourcelines(epochs)[1] + 8  # the evaluation's line
+    assert found(fixed) == found(used) == found(frozen) == found(dream) == []
+    assert not image._backward_hooks  # the guards' hook on the input is gone
+    assert len(gradient) == 6
+
+
+def test_new_rules_change_no_computed_value():
+    def session():
+        torch.manual_seed(0)
+        net = train_steps(small_net(), steps=3)  # TP013
+        frozen_training(hide=True, steps=2)  # TP012
+        logits = net(torch.randn(4, 4))  # TP014 (net is in eval mode)
+        loss = F.cross_entropy(logits[:, :1], torch.zeros(4, dtype=torch.long))  # TP011
+        return [t.detach().clone() for t in (*net.parameters(), *net.buffers(), logits, loss)]
+
+    plain = session()
+    with run() as guard:
+        guarded = session()
+    assert sorted(guard.ids) == ["TP011", "TP012", "TP013", "TP014"]
+    for a, b in zip(plain, guarded, strict=True):
+        assert torch.equal(a, b)
+
+
 # -- edits behind autograd's back (opt-in): TP010 --------------------------------------------------
 
 
@@ -390,7 +666,7 @@ def test_a_forward_that_raises_leaves_the_module_stack_balanced():
             raise ValueError("broken")
 
     outer = FunctionalDropout(fixed=False).eval()
-    with run() as guard:
+    with run(allow=["TP014"]) as guard:
         with pytest.raises(ValueError, match="broken"):
             Broken()(torch.ones(1))
         F.dropout(torch.ones(4), 0.5)  # outside every module again: not flagged
@@ -718,7 +994,8 @@ def test_pytorchs_warnings_and_errors_are_unchanged_by_the_guards(tmp_path):
             pytorchs = [w for w in guarded["shown"] if w[0] != "PitfallWarning"]
             assert pytorchs == plain["shown"], (mode, name)  # category, message, place, count
             assert guarded["error"] == plain["error"], (mode, name)  # type, message, frames
-            own = [w for w in guarded["shown"] if w[0] == "PitfallWarning"]
+            # the guards' own findings (their pointers to the pages of PyTorch's warnings apart)
+            own = [w for w in guarded["shown"] if w[0] == "PitfallWarning" and w[1][:2] == "TP"]
             # the guards' own warning names the user's line (the runner's guards see it once)
             if mode == "default" or (mode == "always" and name == "in-process"):
                 assert [(w[2], w[3]) for w in own] == [(str(script), line_of(script, "TP001"))]
@@ -804,7 +1081,7 @@ def test_default_filters_show_each_line_once_in_process():
     plain = shown(guarded=False)
     assert [w[2:] for w in plain[:2]] == [(__file__, plain[0][3]), (__file__, plain[0][3] + 1)]
     assert plain[-1][2:] == ("<generated>", 1)
-    assert shown(guarded=True) == plain
+    assert [w for w in shown(guarded=True) if w[1] is not PitfallWarning] == plain
 
 
 def test_warnings_in_compiled_code_keep_their_place():
@@ -823,7 +1100,8 @@ def test_warnings_in_compiled_code_keep_their_place():
 
     plain = shown(guarded=False)
     assert ("the user's own", __file__, plain[0][2]) in plain and len(plain) >= 3
-    assert [w for w in shown(guarded=True) if not w[0].startswith("TP")] == plain
+    own = ("TP", "torch-pitfalls:")  # findings, and pointers to the page of a PyTorch warning
+    assert [w for w in shown(guarded=True) if not w[0].startswith(own)] == plain
 
 
 def test_pytorchs_error_keeps_its_type_message_and_frames():

@@ -25,7 +25,8 @@ Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_ev
 :func:`~torch_pitfalls.saved_tensors`, :func:`~torch_pitfalls.graph_nodes`,
 :func:`~torch_pitfalls.compare_times`, :func:`~torch_pitfalls.measured`,
 :func:`~torch_pitfalls.peak_cuda_bytes`, :func:`~torch_pitfalls.cuda_section`,
-:func:`~torch_pitfalls.expect_raises`, :func:`~torch_pitfalls.expect_warns`.
+:func:`~torch_pitfalls.expect_raises`, :func:`~torch_pitfalls.expect_warns`,
+:mod:`torch_pitfalls.guards`.
 """
 
 # %%
@@ -331,6 +332,34 @@ print(
     volatile_out.requires_grad,
 )
 assert type(old_style) is torch.Tensor and volatile_out.requires_grad
+
+# %%
+# Detectors
+# ---------
+#
+# The runtime guard ``TP014`` detects this pitfall in your own code (see :doc:`/detectors`): a
+# forward pass of a model in evaluation mode, with gradients enabled, whose graph no backward
+# (nor :func:`torch.autograd.grad`) has used by the next optimizer step, or by the end of the
+# guarded block.
+# A model in evaluation mode that is backpropagated on purpose, for the gradient of its input
+# (a saliency map, an adversarial example), is not flagged.
+# Under :mod:`torch_pitfalls.guards`, the evaluation of this page without :class:`torch.no_grad`
+# warns when the block ends, and ``evaluate_properly`` is silent.
+from torch_pitfalls import PitfallWarning, guards
+
+with expect_warns(PitfallWarning, "^TP014 "):
+    with guards(language="en") as wrong:
+        _ = model.eval()
+        kept = evaluate()  # eval() without no_grad()
+with guards(language="en") as fixed:
+    predictions = evaluate_properly(model, batches)
+    _ = model.eval()
+    saliency_input = batches[0].clone().requires_grad_()
+    model(saliency_input).max(dim=1).values.sum().backward()  # the graph is used
+    _ = model.train()
+print("found in the wrong code:", wrong.ids, "  in the fix:", fixed.ids)
+assert wrong.ids == ["TP014"] and fixed.ids == []
+assert saliency_input.grad is not None
 
 # %%
 # Takeaway

@@ -14,7 +14,8 @@ Freezing every parameter has the opposite effect: nothing requires grad and ``ba
 
    * the rule: the output of an operation requires grad if any of its inputs does;
    * what ``requires_grad=True`` on data and targets costs, counted in graph nodes and bytes;
-   * what ``backward()`` says when no input of the graph requires grad.
+   * what ``backward()`` says when no input of the graph requires grad, and why
+     ``loss.requires_grad_()`` only hides it.
 
 .. admonition:: Prerequisites
 
@@ -22,7 +23,8 @@ Freezing every parameter has the opposite effect: nothing requires grad and ``ba
 
 Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`,
 :func:`~torch_pitfalls.saved_tensors`, :func:`~torch_pitfalls.graph_nodes`,
-:func:`~torch_pitfalls.expect_raises`.
+:func:`~torch_pitfalls.expect_raises`, :func:`~torch_pitfalls.expect_warns`,
+:mod:`torch_pitfalls.guards`.
 """
 
 # %%
@@ -200,6 +202,47 @@ print("backward ran; parameters' grads:", frozen_grads)
 print("input gradient filled:", probe.grad is not None)
 assert all(g is None for g in frozen_grads)
 assert probe.grad is not None
+
+# %%
+# ``loss.requires_grad_()``, an answer often given to the error above, hides it the same way.
+# Backward runs on a graph of one node, no parameter gets a gradient, and the optimizer's step
+# changes nothing.
+# **The error meant that nothing would be trained; silencing it keeps it true.**
+
+optimizer = torch.optim.SGD(frozen.parameters(), lr=0.1)
+weights_before = [p.detach().clone() for p in frozen.parameters()]
+silenced = nn.functional.mse_loss(frozen(inputs), targets).requires_grad_()
+silenced.backward()
+optimizer.step()
+unchanged = all(torch.equal(a, b) for a, b in zip(weights_before, frozen.parameters(), strict=True))
+print("every parameter unchanged by the step:", unchanged)
+assert unchanged
+
+# %%
+# Detectors
+# ---------
+#
+# The runtime guard ``TP012`` detects this pitfall in your own code (see :doc:`/detectors`): an
+# optimizer step while no parameter the optimizer holds has a gradient.
+# It is flagged when no parameter requires grad, or when the optimizer has had no gradient in any
+# of its first three steps, so that an optimizer with nothing to do on some batches (the head of
+# a multi-task model that a batch does not use) is not flagged.
+# Under :mod:`torch_pitfalls.guards`, the silenced loss of this page warns, and training a
+# layer that was unfrozen is silent.
+from torch_pitfalls import PitfallWarning, expect_warns, guards
+
+with guards(language="en") as wrong:
+    with expect_warns(PitfallWarning, "^TP012 "):
+        silenced = nn.functional.mse_loss(frozen(inputs), targets).requires_grad_()
+        silenced.backward()
+        optimizer.step()
+_ = frozen[2].requires_grad_(True)  # the layer to train
+head_optimizer = torch.optim.SGD(frozen[2].parameters(), lr=0.1)
+with guards(language="en") as fixed:
+    nn.functional.mse_loss(frozen(inputs), targets).backward()
+    head_optimizer.step()
+print("found in the wrong code:", wrong.ids, "  in the fix:", fixed.ids)
+assert wrong.ids == ["TP012"] and fixed.ids == []
 
 # %%
 # Takeaway

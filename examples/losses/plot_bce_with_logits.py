@@ -27,7 +27,8 @@ of exactly zero.
    :ref:`cross-entropy-expects-logits` (losses that take logits, and probability targets).
 
 Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`,
-:func:`~torch_pitfalls.expect_raises`, :func:`~torch_pitfalls.cuda_section`.
+:func:`~torch_pitfalls.expect_raises`, :func:`~torch_pitfalls.expect_warns`,
+:func:`~torch_pitfalls.cuda_section`, :mod:`torch_pitfalls.guards`.
 """
 
 # %%
@@ -286,6 +287,29 @@ torch.testing.assert_close(loss_one_unit, loss_two_units)
 # 16-bit precision.
 # The cure is the one above: return the logit from the model, use
 # :class:`~torch.nn.BCEWithLogitsLoss`, and apply the sigmoid only for predictions.
+
+# %%
+# Detectors
+# ---------
+#
+# The runtime guard ``TP011`` detects the single output unit in your own code (see
+# :doc:`/detectors`): :func:`~torch.nn.functional.cross_entropy`, which
+# :class:`~torch.nn.CrossEntropyLoss` calls, receiving an input with one class (``C == 1``), whose
+# loss is zero whatever the values.
+# Under :mod:`torch_pitfalls.guards`, the single-unit loss of this page warns, and both fixes are
+# silent.
+# The sigmoid in front of :class:`~torch.nn.BCELoss` has no detector: a probability looks like
+# any other input in ``(0, 1)``.
+from torch_pitfalls import PitfallWarning, expect_warns, guards
+
+with guards(language="en") as wrong:
+    with expect_warns(PitfallWarning, "^TP011 "):
+        nn.CrossEntropyLoss()(one_unit(features), labels)
+with guards(language="en") as fixed:
+    nn.BCEWithLogitsLoss()(one_unit(features), labels)
+    nn.CrossEntropyLoss()(two_logits, labels.long().flatten())
+print("found in the wrong code:", wrong.ids, "  in the fix:", fixed.ids)
+assert wrong.ids == ["TP011"] and fixed.ids == []
 
 # %%
 # Takeaway

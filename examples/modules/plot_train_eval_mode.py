@@ -16,7 +16,8 @@ Nothing warns: the numbers are just worse, and they change from run to run.
    * what :meth:`~torch.nn.Module.eval` and :meth:`~torch.nn.Module.train` actually change;
    * how to write an evaluation function that switches modes and back;
    * why a layer created inside ``forward`` never reaches evaluation mode;
-   * why BatchNorm refuses a batch of one sample in training mode.
+   * why BatchNorm refuses a batch of one sample in training mode;
+   * what happens when training goes on after an evaluation left the model in evaluation mode.
 
 .. admonition:: Prerequisites
 
@@ -283,23 +284,78 @@ print("batch sizes:", sizes, " with drop_last=True:", sizes_drop_last)
 assert sizes[-1] == 1 and min(sizes_drop_last) == 3
 
 # %%
+# Training on in evaluation mode
+# ------------------------------
+#
+# The opposite mistake: an evaluation switches the model to ``eval()``, and nothing switches it
+# back, so the next epoch trains with dropout off and BatchNorm normalising with its running
+# statistics.
+# Nothing fails; the running statistics simply stop following the data.
+
+trained = nn.Sequential(
+    nn.Linear(8, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Dropout(0.5), nn.Linear(16, 3)
+).to(device)
+optimizer = torch.optim.SGD(trained.parameters(), lr=0.1)
+labels = torch.randint(0, 3, (8,), device=device)
+
+
+def train_epoch(model, optimizer, steps=3):
+    for _ in range(steps):
+        optimizer.zero_grad()
+        nn.functional.cross_entropy(model(x), labels).backward()
+        optimizer.step()
+
+
+_ = trained.eval()  # an evaluation switched modes, and never switched back
+before = trained[1].running_mean.clone()
+train_epoch(trained, optimizer)
+print(
+    "BatchNorm's running mean moved in 3 training steps:",
+    not torch.equal(before, trained[1].running_mean),
+)
+assert torch.equal(before, trained[1].running_mean)
+
+# %%
+# **Call model.train() at the start of every training epoch, not once before the first.**
+# A function such as ``evaluate`` above, which puts the mode back as it found it, avoids both
+# mistakes.
+
+_ = trained.train()
+train_epoch(trained, optimizer)
+print("after train():", not torch.equal(before, trained[1].running_mean))
+assert not torch.equal(before, trained[1].running_mean)
+
+# %%
 # Detectors
 # ---------
 #
-# The runtime guard ``TP003`` detects this pitfall in your own code (see :doc:`/detectors`): a
-# :class:`~torch.nn.BatchNorm1d` or :class:`~torch.nn.Dropout` module that runs in training mode
-# while gradients are disabled, the mark of an evaluation that forgot ``eval()``.
-# Under :mod:`torch_pitfalls.guards`, the evaluation of this page without ``eval()`` warns, once
-# per line, and ``evaluate`` is silent.
+# Two runtime guards detect this pitfall in your own code (see :doc:`/detectors`).
+# ``TP003`` flags a :class:`~torch.nn.BatchNorm1d` or :class:`~torch.nn.Dropout` module that
+# runs in training mode while gradients are disabled, the mark of an evaluation that forgot
+# ``eval()``.
+# ``TP013`` flags an optimizer step whose gradients come from a forward pass of a model in
+# evaluation mode that holds Dropout or BatchNorm layers, the mark of a ``train()`` forgotten
+# after an evaluation.
+# Under :mod:`torch_pitfalls.guards`, the evaluation of this page without ``eval()`` and the
+# training in evaluation mode warn, once per line, and ``evaluate`` is silent.
 # So is a BatchNorm recalibration with ``momentum=None``, as ``torch.optim.swa_utils.update_bn``
-# runs it.
+# runs it, and a BatchNorm frozen on purpose (``eval()`` on the BatchNorm layers only, as
+# fine-tuning a detection model does): the model itself is in training mode.
 # Dropout that you keep on at evaluation (Monte Carlo dropout) warns too; silence it there with
 # :func:`torch_pitfalls.guards.allow`:
 
 with guards(language="en") as wrong:
     with expect_warns(PitfallWarning, "^TP003 "), torch.no_grad():
         model(x)  # model.eval() forgotten
+    _ = trained.eval()
+    with expect_warns(PitfallWarning, "^TP013 "):
+        train_epoch(trained, optimizer)  # model.train() forgotten
 with guards(language="en") as fixed:
+    _ = trained.train()
+    train_epoch(trained, optimizer)
+    _ = trained[1].eval()  # BatchNorm frozen on purpose
+    train_epoch(trained, optimizer)
+    _ = trained.train()
     evaluate(model, x)
     torch.optim.swa_utils.update_bn([features], bn)
     _ = model.eval()
@@ -308,7 +364,7 @@ with guards(language="en") as fixed:
         samples = torch.stack([model(x) for _ in range(5)])
     _ = model.train()
 print("found in the wrong code:", wrong.ids, "  in the fix:", fixed.ids)
-assert wrong.ids == ["TP003"] and fixed.ids == []
+assert wrong.ids == ["TP003", "TP013"] and fixed.ids == []
 assert not torch.equal(samples[0], samples[1])  # the Monte Carlo samples differ
 
 # %%

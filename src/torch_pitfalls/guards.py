@@ -13,9 +13,9 @@ or run a whole script with every default guard active, as ``python -m trace`` do
 
 Each pitfall found warns once per place in your code with a :class:`PitfallWarning`, whose
 message starts with the rule's id and ends with the URL of the page that explains it (the rules
-are listed in :mod:`torch_pitfalls.rules`). Errors that PyTorch raises itself for three pitfalls
-(NumPy conversion of a tensor that requires grad or lives on CUDA, an in-place change of a tensor
-saved for backward) get a note with the page's URL (PEP 678).
+are listed in :mod:`torch_pitfalls.rules`). PyTorch's own errors and warnings that a page explains
+(the registry :mod:`torch_pitfalls.messages`) get a note with the page's URL (PEP 678), or are
+followed by a :class:`PitfallWarning` with it; PyTorch's own warning is left as it is.
 
 How the guards work, and what they cost:
 
@@ -61,11 +61,13 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+import torch.utils._pytree
 from torch import nn
 from torch.nn.modules import module as _module
 from torch.optim import optimizer as _optimizer
 from torch.overrides import TorchFunctionMode
 
+from torch_pitfalls import messages as _messages
 from torch_pitfalls import rules as _rules
 
 __all__ = ["Finding", "Guards", "PitfallError", "PitfallWarning", "allow", "main"]
@@ -210,6 +212,15 @@ _DROPOUT_MODULES = (nn.modules.dropout._DropoutNd,)
 _IMAGE_CHANNELS = (1, 3, 4)
 
 
+def _unserializable(hook):
+    """A hook on a user's tensor that pickling skips without PyTorch's warning about it."""
+    return torch.utils.hooks.unserializable_hook(hook)
+
+
+_EMPTY_STEPS = 3  # TP012: steps without any gradient before an optimizer's first gradient
+_MAX_EVAL_FORWARDS = 1000  # TP014: eval-mode forwards recorded before settling without a step
+
+
 def _input(args, kwargs):
     """The first argument of a torch function, given by position or as ``input=``."""
     return args[0] if args else kwargs.get("input")
@@ -271,12 +282,11 @@ class _Mode(TorchFunctionMode):
                 return func(*args, **kwargs)
             return call(func, args, kwargs)
         except Exception as error:
-            if call is not None:
-                _STATE.quiet += 1
-                try:
-                    self.guards._add_note(error, func, args, kwargs)
-                finally:
-                    _STATE.quiet -= 1
+            _STATE.quiet += 1
+            try:
+                self.guards._add_note(error, func, args, kwargs)
+            finally:
+                _STATE.quiet -= 1
             raise
         finally:
             if replaced:
@@ -386,25 +396,48 @@ class Guards:
             _STATE.suspended -= 1
 
     def _add_note(self, error: BaseException, func=None, args=(), kwargs=None) -> None:
-        text = str(error)
-        if "Can't call numpy() on Tensor that requires grad" in text:
-            rule_id = "TP007"
-        elif "can't convert cuda" in text and "numpy" in text:
-            rule_id = "TP008"
-        elif "modified by an inplace operation" in text:
-            rule_id = "TP009"
-        elif func is F.interpolate and self._unbatched_image_error(error, args, kwargs or {}):
-            rule_id = "TP006"
-        else:
+        """A note with the page's URL on an error whose message is in the registry of PyTorch's
+        messages (:mod:`torch_pitfalls.messages`): the rule's message for an entry with a rule
+        of kind ``note`` (a finding), else the generic note. Once per error."""
+        try:
+            text = str(error)
+        except Exception:  # an exception whose __str__ fails is none of PyTorch's messages
+            return
+        entry = _messages.find(type(error).__name__, text, "error")
+        if entry is None:
+            return
+        url = entry.url(language=self.language, base_url=self.base_url)
+        if any(url in note for note in getattr(error, "__notes__", ()) if isinstance(note, str)):
+            return
+        rule_id = entry.rule
+        if rule_id == "TP006" and not (
+            func is F.interpolate and self._unbatched_image_error(error, args, kwargs or {})
+        ):
+            rule_id = ""  # a 3-D input is what TP006 explains; other inputs get the generic note
+        if not rule_id:
+            error.add_note(f"{_messages.NOTE[self.language]} → {url}")
             return
         if self._silenced(rule_id):
             return
         note = self.message(rule_id)
-        if note not in getattr(error, "__notes__", ()):
-            error.add_note(note)
-            place = _user_place()
-            filename, lineno = (place.filename, place.lineno) if place else ("", 0)
-            self.found.append(Finding(rule_id, filename, lineno, note))
+        error.add_note(note)
+        place = _user_place()
+        filename, lineno = (place.filename, place.lineno) if place else ("", 0)
+        self.found.append(Finding(rule_id, filename, lineno, note))
+
+    def _point_to_page(self, entry: _messages.Message, filename: str, lineno: int) -> None:
+        """A PitfallWarning with the page's URL, at the place of a PyTorch warning just shown."""
+        key = (entry.slug, filename, lineno)
+        if key in self._seen:
+            return
+        self._seen.add(key)
+        url = entry.url(language=self.language, base_url=self.base_url)
+        warning = PitfallWarning(f"{_messages.NOTE[self.language]} → {url}")
+        _STATE.suspended += 1
+        try:
+            warnings.warn_explicit(warning, PitfallWarning, filename, lineno, registry={})
+        finally:
+            _STATE.suspended -= 1
 
     # -- checks on torch functions ------------------------------------------------------------
 
@@ -415,6 +448,9 @@ class Guards:
         if logits.numel() == 0:
             return
         class_dim = 0 if logits.dim() == 1 else 1
+        if logits.shape[class_dim] == 1:  # log_softmax over one class is 0: so is the loss
+            self._flag("TP011")
+            return
         # rows of a softmax sum to 1 up to rounding, which grows with the number of classes and
         # is coarser in half precision; values in [0, 1] keep the test specific anyway
         tolerance = 1e-3 if torch.finfo(logits.dtype).bits > 16 else 1e-2
@@ -512,6 +548,8 @@ class Guards:
             return
         if self._running and self._running[-1] is module:
             self._running.pop()
+            if not self._running and not module.training and torch.is_grad_enabled():
+                self._eval_forward(module, args, output)
 
     # -- gradients left from the last optimizer step ------------------------------------------
     #
@@ -526,8 +564,10 @@ class Guards:
 
     @_quiet
     def _step_pre_hook(self, optimizer: torch.optim.Optimizer, args, kwargs) -> None:
+        self._settle_eval_forwards(optimizer)
         if not self._watches_optimizer(optimizer):
             return
+        self._check_step_without_gradients(optimizer, args, kwargs)
         for group in optimizer.param_groups:
             for param in group["params"]:
                 summed = self._stale_sums.pop(id(param), None)
@@ -585,6 +625,111 @@ class Guards:
             if param.grad is grad_ref():
                 self._stale_sums[id(param)] = (grad_ref, param.grad._version, place)
 
+    # -- an optimizer step that has no gradient to apply: TP012 ------------------------------
+    #
+    # A step where no parameter has a gradient changes nothing. It is flagged when it cannot be
+    # the occasional batch that skips a part of a model (a head of a multi-task model with an
+    # optimizer of its own): when no parameter requires grad at all (everything frozen), or when
+    # the optimizer has had no gradient in any of its first _EMPTY_STEPS steps. A step given a
+    # closure (LBFGS) computes its gradients inside step(), after this check: never flagged.
+
+    def _check_step_without_gradients(self, optimizer, args, kwargs) -> None:
+        # the hook's args are step's, self first: step(closure) gives (optimizer, closure)
+        if any(arg is not None for arg in args[1:]) or kwargs.get("closure") is not None:
+            return
+        key = id(optimizer)
+        empty = self._empty_steps.get(key, 0)
+        if empty < 0:  # this optimizer has had gradients: its empty steps are deliberate
+            return
+        params = [p for group in optimizer.param_groups for p in group["params"]]
+        if not params or any(p.grad is not None for p in params):
+            self._empty_steps[key] = -1
+            return
+        self._empty_steps[key] = empty + 1
+        if empty + 1 >= _EMPTY_STEPS or not any(p.requires_grad for p in params):
+            self._flag("TP012")
+
+    # -- eval-mode forwards under grad mode: TP013 and TP014 ----------------------------------
+    #
+    # A top-level forward of a module in eval mode, with gradients enabled, whose output has a
+    # graph, is recorded with a pre-hook on the output's grad_fn nodes (it runs when a backward,
+    # or torch.autograd.grad, reaches the output). At the next optimizer step (of any optimizer)
+    # and on leaving the guards, each recorded forward is settled:
+    #
+    # * TP013 (training in eval mode): its graph was backpropagated, the model holds a Dropout
+    #   (p > 0) or a BatchNorm with running statistics that eval() switched off, and the stepping
+    #   optimizer holds a parameter of the model that has a gradient. A BatchNorm frozen on
+    #   purpose (eval() on the BatchNorm layers only) leaves the model in train mode: not flagged.
+    # * TP014 (an evaluation that records a graph): no backward used its graph (reached its output
+    #   or an input that requires grad), nor the graph of any other forward from the same line
+    #   since the last step.
+
+    def _eval_forward(self, root: nn.Module, inputs, output) -> None:
+        if "TP013" not in self.active_ids and "TP014" not in self.active_ids:
+            return
+        if not self._watches(root):
+            return
+        _STATE.quiet += 1
+        try:
+            nodes = {}
+            for leaf in torch.utils._pytree.tree_leaves(output):
+                if isinstance(leaf, torch.Tensor) and leaf.grad_fn is not None:
+                    nodes.setdefault(id(leaf.grad_fn), leaf.grad_fn)
+            if not nodes:
+                return
+            used = [False]
+
+            def mark(grad_outputs):
+                used[0] = True
+
+            handles = [node.register_prehook(mark) for node in nodes.values()]
+            # a backward that reaches an input used the graph too, through an intermediate
+            # result (a forward hook's activation, as DeepDream optimises an image on)
+            for leaf in torch.utils._pytree.tree_leaves(inputs):
+                if isinstance(leaf, torch.Tensor) and leaf.requires_grad:
+                    if leaf.grad_fn is not None:
+                        handles.append(leaf.grad_fn.register_prehook(mark))
+                    else:
+                        handles.append(leaf.register_hook(_unserializable(mark)))
+            switched_off = any(
+                not m.training
+                and (
+                    (isinstance(m, _DROPOUT_MODULES) and m.p > 0)
+                    or (isinstance(m, _BATCH_NORMS) and m.track_running_stats)
+                )
+                for m in root.modules()
+            )
+            self._eval_forwards.append(
+                (weakref.ref(root), self._root_place, used, switched_off, handles)
+            )
+        finally:
+            _STATE.quiet -= 1
+        if len(self._eval_forwards) > _MAX_EVAL_FORWARDS:  # no step for a long time: inference
+            self._settle_eval_forwards(None)
+
+    def _settle_eval_forwards(self, optimizer: torch.optim.Optimizer | None) -> None:
+        records, self._eval_forwards = self._eval_forwards, []
+        if not records:
+            return
+        used_places = {place for _, place, used, _, _ in records if used[0]}
+        holds = None
+        for root_ref, place, used, switched_off, handles in records:
+            for handle in handles:
+                handle.remove()
+            if not used[0]:
+                if place not in used_places:
+                    self._flag("TP014", place)
+                continue
+            root = root_ref()
+            if not switched_off or root is None or optimizer is None:
+                continue
+            if not self._watches_optimizer(optimizer):
+                continue
+            if holds is None:
+                holds = {id(p) for g in optimizer.param_groups for p in g["params"]}
+            if any(id(p) in holds and p.grad is not None for p in root.parameters()):
+                self._flag("TP013", place)
+
     # -- tensors saved for backward, changed behind autograd's back (opt-in) ------------------
 
     @_quiet
@@ -638,6 +783,8 @@ class Guards:
         self._hooked: dict[int, bool] = {}
         self._backward_place = None
         self._root_place = None
+        self._eval_forwards: list[tuple] = []
+        self._empty_steps: dict[int, int] = {}
         try:
             _install()
             stack.callback(_uninstall)
@@ -652,14 +799,23 @@ class Guards:
             if "TP010" in self.active_ids:
                 hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack)
                 stack.enter_context(hooks)
+            _ACTIVE.append(self)
+            stack.callback(_ACTIVE.remove, self)
             stack.enter_context(_Mode(self))
         except BaseException:
             self._close()
             raise
         return self
 
-    def __exit__(self, *exc_info) -> None:
-        self._close()
+    def __exit__(self, exc_type, error, traceback) -> None:
+        try:
+            if self._stack is not None:
+                if error is None:
+                    self._settle_eval_forwards(None)
+                elif isinstance(error, Exception):  # an error raised outside a torch function
+                    self._add_note(error)
+        finally:
+            self._close()
 
     def _close(self) -> None:
         stack, self._stack = self._stack, None
@@ -670,6 +826,10 @@ class Guards:
             self._running = []
             self._after_step, self._pending, self._stale_sums, self._hooked = {}, {}, {}, {}
             self._root_place = self._backward_place = None
+            for record in getattr(self, "_eval_forwards", ()):
+                for handle in record[-1]:
+                    handle.remove()
+            self._eval_forwards, self._empty_steps = [], {}
 
 
 # -- PyTorch's own warnings, at the place PyTorch gives them -------------------------------------
@@ -696,6 +856,7 @@ class Guards:
 # raises because the guards' module hooks are global.
 
 _DROP = object()
+_ACTIVE: list[Guards] = []  # the guards entered, innermost last (PyTorch's warnings: see _show)
 _GET_FILTERS = getattr(warnings, "_get_filters", None)  # Python 3.14: per context, when enabled
 _TORCH_FUNCTION_CODE = _Mode.__torch_function__.__code__
 _WRAPPER_CODES = {Guards._call.__code__, Guards._call_backward.__code__}
@@ -799,6 +960,7 @@ def _show(msg: warnings.WarningMessage) -> None:
     pending, state.pending = state.pending, None
     if pending is None:  # another filter let it through
         _shown_by(msg)
+        _after_warning(msg)
         return
     if pending is _DROP:
         return
@@ -824,6 +986,24 @@ def _show(msg: warnings.WarningMessage) -> None:
     inserted = _inserted(frames)
     kept = [frame for index, frame in enumerate(frames) if index not in inserted]
     _issue(msg.message, msg.category, _at_level(kept, level), msg.source)
+
+
+def _after_warning(msg: warnings.WarningMessage) -> None:
+    """After a PyTorch warning that a page explains, a PitfallWarning with the page's URL."""
+    if not _ACTIVE or _STATE.quiet or not isinstance(msg.category, type):
+        return
+    if torch.compiler.is_compiling():
+        return
+    if issubclass(msg.category, PitfallWarning):
+        return
+    try:
+        entry = _messages.find(msg.category.__name__, str(msg.message), "warning")
+    except Exception:
+        return
+    if entry is not None:  # at the user's line, even when PyTorch placed its own in torch
+        place = _user_place()
+        filename, lineno = (place.filename, place.lineno) if place else (msg.filename, msg.lineno)
+        _ACTIVE[-1]._point_to_page(entry, filename, lineno)
 
 
 def _frames(frame: types.FrameType | None) -> list[types.FrameType]:

@@ -54,6 +54,9 @@ TOPICS = {
     "functional-dropout": "modules",
     "train-eval-mode": "modules",
     "interpolate-batch-dim": "tensors",
+    "bce-with-logits": "losses",
+    "requires-grad-propagation": "autograd",
+    "no-grad-evaluation": "autograd",
 }
 """The gallery topic (folder of ``examples/``) of every page a rule points to."""
 
@@ -198,6 +201,54 @@ RULES: tuple[Rule, ...] = (
         "梯度会按修改后的值计算：应修改 detach().clone() 得到的副本，"
         "或在 torch.no_grad() 下直接修改张量本身",
         default=False,
+    ),
+    _rule(
+        "TP011",
+        "guard",
+        "bce-with-logits",
+        "cross-entropy over a single output unit",
+        "对单个输出单元做交叉熵",
+        "cross_entropy received one class (C == 1): a softmax over one class is always 1, so the "
+        "loss is always 0 and nothing is learned; for two classes use one output with "
+        "BCEWithLogitsLoss, or two outputs with cross_entropy",
+        "cross_entropy 只收到一个类别（C == 1）：对一个类别做 softmax 恒为 1，损失恒为 0，"
+        "模型什么也学不到；二分类应使用单个输出配 BCEWithLogitsLoss，或两个输出配 cross_entropy",
+    ),
+    _rule(
+        "TP012",
+        "guard",
+        "requires-grad-propagation",
+        "optimizer step without any gradient",
+        "没有任何梯度的优化器更新",
+        "optimizer.step() ran while no parameter it holds had a gradient, so it changed nothing: "
+        "the parameters are frozen, or the loss does not depend on them (a loss.requires_grad_() "
+        'added to silence "element 0 of tensors does not require grad" hides that)',
+        "optimizer.step() 运行时，它持有的参数没有一个有梯度，因此什么也没改变：参数被冻结了，"
+        '或者损失与它们无关（为压下 "element 0 of tensors does not require grad" 而加上的 '
+        "loss.requires_grad_() 会掩盖这一点）",
+    ),
+    _rule(
+        "TP013",
+        "guard",
+        "train-eval-mode",
+        "training a model left in eval mode",
+        "训练仍处于评估模式的模型",
+        "an optimizer step used gradients of a forward pass of a model in eval mode whose Dropout "
+        "or BatchNorm layers were switched off by eval(): call model.train() after evaluating",
+        "优化器更新所用的梯度来自一次评估模式下的前向传播，其中的 Dropout 或 BatchNorm 层已被 "
+        "eval() 切换为评估行为：评估结束后应调用 model.train()",
+    ),
+    _rule(
+        "TP014",
+        "guard",
+        "no-grad-evaluation",
+        "evaluation that records an unused graph",
+        "评估时记录了无用的计算图",
+        "a model in eval mode ran with gradients enabled, and no backward used the graph it "
+        "recorded: evaluate under torch.no_grad() (or torch.inference_mode()) to save that memory "
+        "and time",
+        "评估模式下的模型在启用梯度时运行，而它记录的计算图没有被任何反向传播用到：应在 "
+        "torch.no_grad()（或 torch.inference_mode()）下评估，以省下这部分内存和时间",
     ),
     _rule(
         "TP101",
@@ -365,7 +416,8 @@ def page_url(slug: str, *, language: str | None = None, base_url: str | None = N
 
 
 def localize(text: str, language: str) -> str:
-    """``text`` with every English finding message (:func:`describe`) rewritten in ``language``.
+    """``text`` with every English finding message (:func:`describe`), and every note on a message
+    of PyTorch (:data:`torch_pitfalls.messages.NOTE`), rewritten in ``language``.
 
     The docs build runs each page once, with English messages, and shows its output in both
     languages; on a Chinese page the messages, and the language of their page URLs, are Chinese.
@@ -388,7 +440,11 @@ def localize(text: str, language: str) -> str:
         )
         replacement = f"{found.id} {found.message[language]} → \\1/{language}/\\2"
         text = pattern.sub(lambda m, r=replacement: m.expand(r), text)
-    return text
+    from torch_pitfalls.messages import NOTE  # imported here: messages imports this module
+
+    pattern = re.compile(re.escape(f"{NOTE['en']} → ") + r"(\S+?)/en/(auto_examples/\S+)")
+    replacement = f"{NOTE[language]} → \\1/{language}/\\2"
+    return pattern.sub(lambda m: m.expand(replacement), text)
 
 
 def describe(rule_id: str, *, language: str | None = None, base_url: str | None = None) -> str:

@@ -1,0 +1,416 @@
+"""The registry of PyTorch's messages (src/torch_pitfalls/messages.py): every entry matches a
+message that PyTorch really raises or warns (each is produced here), and every message that a page
+asserts with expect_raises or expect_warns has an entry."""
+
+from __future__ import annotations
+
+import ast
+import functools
+import io
+import re
+import tempfile
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from torch_pitfalls import messages, rules
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+CUDA = torch.cuda.is_available()
+ACCELERATOR = torch.accelerator.current_accelerator() is not None
+
+
+def _inplace_after(make):
+    x = torch.randn(4, requires_grad=True)
+    out = make(x)
+    out.mul_(2)
+    out.sum().backward()
+
+
+def _saved_input_changed(shape):
+    saved = torch.randn(shape)
+    loss = (torch.randn(shape, requires_grad=True) * saved).sum()
+    saved.add_(1)
+    loss.backward()
+
+
+def _anomaly_inplace():
+    x = torch.randn(4, requires_grad=True)
+    with torch.autograd.set_detect_anomaly(True):
+        gate = x.sigmoid()
+        gate.mul_(2)
+        gate.sum().backward()
+
+
+def _nan_gradient():
+    x = torch.tensor([-1.0, 0.0, 4.0], requires_grad=True)
+    with torch.autograd.detect_anomaly():
+        torch.where(x > 0, x.sqrt(), torch.zeros_like(x)).sum().backward()
+
+
+def _inference(use):
+    with torch.inference_mode():
+        t = torch.ones(2)
+    use(t)
+
+
+def _backward_twice():
+    y = torch.randn(4, requires_grad=True).exp().sum()
+    y.backward()
+    y.backward()
+
+
+def _load(obj):
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    buffer.seek(0)
+    torch.load(buffer)
+
+
+class _Payload:
+    def __reduce__(self):
+        return (print, ("payload",))
+
+
+def _adam_after_double():
+    model = nn.Linear(2, 2)
+    optimizer = torch.optim.Adam(model.parameters())
+    model(torch.ones(1, 2)).sum().backward()
+    optimizer.step()
+    model.double()
+    model(torch.ones(1, 2, dtype=torch.float64)).sum().backward()
+    optimizer.step()
+
+
+def _clip_exhausted():
+    model = nn.Linear(2, 2)
+    params = model.parameters()
+    list(params)
+    nn.utils.clip_grad_norm_(params, 1.0)
+
+
+def _scheduler(total_steps=None):
+    w = torch.ones(1, requires_grad=True)
+    optimizer = torch.optim.SGD([w], lr=1.0)
+    if total_steps is None:
+        torch.optim.lr_scheduler.StepLR(optimizer, 1).step()
+        return
+    scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, 1.0, total_steps=total_steps)
+    for _ in range(total_steps + 1):
+        optimizer.step()
+        scheduler.step()
+
+
+def _unscale_twice():
+    w = torch.ones(2, requires_grad=True)
+    optimizer = torch.optim.SGD([w], lr=1.0)
+    scaler = torch.amp.GradScaler("cpu")
+    scaler.scale(w.sum()).backward()
+    scaler.unscale_(optimizer)
+    scaler.unscale_(optimizer)
+
+
+class _Stream(torch.utils.data.IterableDataset):
+    def __iter__(self):
+        return iter(range(4))
+
+    def __len__(self):
+        return 2
+
+
+def _stream_too_long():
+    loader = torch.utils.data.DataLoader(_Stream(), batch_size=None)
+    len(loader)
+    list(loader)
+
+
+def _ddp_unused_parameter():
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    class TwoHeads(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = nn.Linear(4, 2), nn.Linear(4, 2)
+
+        def forward(self, x):
+            return self.a(x)
+
+    with tempfile.TemporaryDirectory() as folder:
+        store = f"file://{folder}/store"
+        dist.init_process_group("gloo", init_method=store, rank=0, world_size=1)
+        try:
+            model = DistributedDataParallel(TwoHeads())
+            model(torch.randn(3, 4)).sum().backward()
+            model(torch.randn(3, 4))
+        finally:
+            dist.destroy_process_group()
+
+
+def _expanded_write():
+    batch = torch.zeros(1, 3).expand(4, 3)
+    batch += 1
+
+
+def _deterministic(warn_only):
+    torch.use_deterministic_algorithms(True, warn_only=warn_only)
+    try:  # put_ without accumulation has no deterministic implementation, on any device
+        torch.zeros(4).put_(torch.tensor([0, 0]), torch.tensor([1.0, 2.0]))
+    finally:
+        torch.use_deterministic_algorithms(False)
+
+
+def _unsafe_autocast():
+    with torch.autocast("cuda"):
+        nn.BCELoss()(torch.rand(3, device="cuda"), torch.rand(3, device="cuda"))
+
+
+PRODUCERS = [
+    # autograd
+    lambda: torch.ones(2, requires_grad=True).add_(1),
+    lambda: torch.optim.SGD([torch.ones(2, requires_grad=True) * 2], lr=1.0),
+    lambda: _inplace_after(torch.sigmoid),
+    lambda: _inplace_after(torch.exp),
+    lambda: _saved_input_changed((4,)),
+    lambda: _saved_input_changed((8, 6)),
+    _anomaly_inplace,
+    _backward_twice,
+    lambda: torch.ones(2).sum().backward(),
+    lambda: _inference(lambda t: t._version),
+    lambda: _inference(lambda t: torch.ones(2, requires_grad=True).mul(t)),
+    lambda: _inference(lambda t: t.add_(1)),
+    lambda: torch.autograd.Variable(torch.ones(2), volatile=True),
+    lambda: (torch.ones(2, requires_grad=True) * 2).grad,
+    lambda: torch.ones(2).retain_grad(),
+    _nan_gradient,
+    # devices and serialization
+    lambda: torch.ones(2, requires_grad=True).numpy(),
+    lambda: _load(nn.Linear(2, 2)),
+    lambda: _load(_Payload()),
+    lambda: torch.ones(2, device="meta") + torch.ones(2),
+    lambda: torch.ones(4).item(),
+    lambda: nn.DataParallel(nn.Sequential(nn.Linear(2, 2))).load_state_dict(
+        nn.Sequential(nn.Linear(2, 2)).state_dict()
+    ),
+    lambda: nn.Sequential(nn.Linear(2, 2)).load_state_dict(
+        nn.DataParallel(nn.Sequential(nn.Linear(2, 2))).state_dict()
+    ),
+    lambda: _missing_buffer(),
+    lambda: torch.set_rng_state(torch.ones(2)),
+    # losses
+    lambda: F.cross_entropy(torch.randn(3, 2), torch.zeros(3, dtype=torch.int32)),
+    lambda: F.cross_entropy(torch.randn(3, 2), torch.tensor([0, 1, 5])),
+    lambda: F.mse_loss(torch.ones(4, 1), torch.ones(4)),
+    lambda: F.mse_loss(torch.tensor(1.0), torch.ones(4)),
+    lambda: nn.SoftMarginLoss()(torch.randn(4, 3), torch.rand(4, 3, requires_grad=True)),
+    lambda: F.kl_div(torch.randn(3, 2).log_softmax(1), torch.rand(3, 2)),
+    # modules
+    lambda: nn.BatchNorm1d(3)(torch.randn(1, 3)),
+    lambda: nn.utils.rnn.pack_padded_sequence(torch.randn(3, 2, 1), torch.tensor([1, 3])),
+    lambda: nn.utils.rnn.pack_padded_sequence(
+        torch.randn(3, 2, 1), torch.tensor([3, 1], device="meta")
+    ),
+    lambda: nn.RNN(4, 4, num_layers=2, batch_first=True)(
+        torch.randn(3, 5, 4), torch.randn(3, 2, 4)
+    ),
+    lambda: nn.Module()(),
+    # optimizers
+    lambda: _scheduler(),
+    lambda: _scheduler(total_steps=2),
+    lambda: torch.optim.SGD([], lr=1.0),
+    _clip_exhausted,
+    lambda: torch.optim.SGD(
+        [{"params": [w := torch.ones(1, requires_grad=True)]}, {"params": [w]}]
+    ),
+    _adam_after_double,
+    _unscale_twice,
+    # tensors
+    lambda: torch.randn(2, 3).t().view(6),
+    lambda: F.interpolate(torch.randn(3, 8, 8), size=(16, 16)),
+    lambda: F.interpolate(torch.randn(3, 8, 8), scale_factor=2, mode="bilinear"),
+    lambda: F.interpolate(torch.randn(8, 8), scale_factor=2),
+    lambda: F.upsample(torch.randn(1, 1, 4), scale_factor=2),
+    lambda: F.affine_grid(torch.eye(2, 3).unsqueeze(0), (1, 1, 2, 2)),
+    _expanded_write,
+    lambda: torch.zeros(3).expand(2, 3).masked_fill_(torch.ones(2, 3, dtype=torch.bool), 1),
+    lambda: F.softmax(torch.randn(2, 3)),
+    lambda: torch.softmax(torch.randn(2, 3)),
+    lambda: torch.randn(3).index_select(0, torch.tensor([0.0])),
+    lambda: torch.randn(3).index_select(0, torch.tensor([[0]])),
+    lambda: torch.randn(3).index_select(0, torch.tensor([5])),
+    lambda: torch.randn(3, 5).index_select(1, torch.tensor([7])),
+    lambda: torch.randn(3)[torch.tensor([5])],
+    lambda: torch.randn(3).gather(0, torch.tensor([5])),
+    lambda: torch.Tensor([1, 2], dtype=torch.float64),
+    lambda: torch.Tensor(2.5),
+    lambda: torch.Tensor(3, device="cuda"),
+    lambda: torch.tensor(torch.ones(2)),
+    # numerics, data, performance, distributed
+    lambda: nn.Linear(2, 2)(torch.ones(1, 2, dtype=torch.float64)),
+    _stream_too_long,
+    lambda: torch.ones(2).pin_memory(),
+    lambda: next(
+        iter(torch.utils.data.DataLoader(torch.arange(8.0), batch_size=4, pin_memory=True))
+    ),
+    _ddp_unused_parameter,
+    lambda: _deterministic(warn_only=False),
+    lambda: _deterministic(warn_only=True),
+    lambda: torch.utils.data.DistributedSampler(range(4)),
+    lambda: torch.utils.data.DataLoader(
+        range(4), sampler=torch.utils.data.SequentialSampler(range(4)), shuffle=True
+    ),
+]
+"""Code that makes PyTorch raise or warn the messages of the pages (CPU; CUDA ones below)."""
+
+CUDA_PRODUCERS = [
+    lambda: torch.ones(2, device="cuda").numpy(),
+    lambda: torch.ones(2, device="cuda") + torch.ones(2),
+    _unsafe_autocast,
+]
+
+NEEDS_CUDA = {
+    r"can't convert cuda.*numpy",
+    r"Expected all tensors to be on the same device",
+    r"unsafe to autocast",
+}
+"""Entries (and page assertions matched by them) that only a CUDA device can produce."""
+
+NEEDS_NO_ACCELERATOR = {
+    r"Cannot access accelerator device when none is available",
+    r"'pin_memory' argument is set as true but no accelerator is found",
+}
+"""Entries that only a machine without an accelerator produces."""
+
+PAGE_NEEDS_CUDA = {
+    "can't convert cuda",
+    "Expected all tensors to be on the same device",
+    "unsafe to autocast",
+}
+PAGE_NEEDS_NO_ACCELERATOR = {
+    "Cannot access accelerator device when none is available",
+    "no accelerator is found",
+}
+
+NOT_PYTORCHS = {
+    "'NoneType' object has no attribute 'zero_'": "Python's own error (p.grad is None)",
+    r"indices must be in \[0, 3\) for dim 0, got 0\.\.5": "the page's own checked helper",
+    "Error detected in SqrtBackward0": "anomaly mode's header before any backward error",
+    "Error detected in SigmoidBackward0": "anomaly mode's header before any backward error",
+}
+"""Messages a page asserts that are not PyTorch's (or that precede another one), and why."""
+
+
+def _missing_buffer():
+    class Positions(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("positions", torch.zeros(2))
+
+    Positions().load_state_dict({})
+
+
+def _run(producer) -> list[tuple[str, str]]:
+    """The (class name, message) of the error and of each warning that ``producer`` gives."""
+    got = []
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        try:
+            producer()
+        except Exception as error:
+            got.append((type(error).__name__, str(error)))
+    got += [(w.category.__name__, str(w.message)) for w in shown]
+    return got
+
+
+@functools.cache
+def produced() -> tuple[tuple[str, str], ...]:
+    torch.manual_seed(0)
+    out = []
+    for producer in PRODUCERS + (CUDA_PRODUCERS if CUDA else []):
+        out += _run(producer)
+    return tuple(out)
+
+
+def _skipped(pattern: str) -> bool:
+    return (not CUDA and pattern in NEEDS_CUDA) or (ACCELERATOR and pattern in NEEDS_NO_ACCELERATOR)
+
+
+@pytest.mark.parametrize("entry", messages.MESSAGES, ids=lambda e: e.pattern[:40])
+def test_each_entry_matches_a_message_pytorch_produces(entry):
+    if _skipped(entry.pattern):
+        pytest.skip("needs CUDA" if entry.pattern in NEEDS_CUDA else "needs no accelerator")
+    matching = [text for category, text in produced() if entry.matches(category, text)]
+    assert matching, f"PyTorch {torch.__version__} produced nothing that {entry} matches"
+    kinds = {c for c, t in produced() if entry.matches(c, t)}
+    assert all(("Warning" in c) == (entry.kind == "warning") for c in kinds)
+
+
+def test_each_entry_points_to_a_page_and_is_well_formed():
+    for entry in messages.MESSAGES:
+        page = EXAMPLES / entry.topic / f"plot_{entry.slug.replace('-', '_')}.py"
+        assert page.is_file(), entry
+        assert rules.TOPICS.get(entry.slug, entry.topic) == entry.topic
+        if entry.slug in rules.TOPICS:
+            assert entry.url(language="zh_CN") == rules.page_url(entry.slug, language="zh_CN")
+        if entry.rule:
+            assert rules.rule(entry.rule).kind == "note" or entry.rule == "TP006"
+            assert rules.rule(entry.rule).slug == entry.slug
+    assert set(messages.NOTE) == set(rules.LANGUAGES)
+    with pytest.raises(ValueError, match="kind"):
+        messages.find("RuntimeError", "x", kind="lint")
+
+
+def _page_assertions() -> list[tuple[str, str, tuple[str, ...], str]]:
+    """(page, function, class names, pattern) of every expect_raises/expect_warns whose pattern is
+    a string literal, read from the source of the examples."""
+    found = []
+    for path in sorted(EXAMPLES.glob("*/plot_*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call) or len(node.args) < 2:
+                continue
+            name = getattr(node.func, "id", getattr(node.func, "attr", ""))
+            if name not in ("expect_raises", "expect_warns"):
+                continue
+            kind, pattern = node.args[:2]
+            if not (isinstance(pattern, ast.Constant) and isinstance(pattern.value, str)):
+                continue  # a pattern computed on the page: its message is produced above anyway
+            kinds = kind.elts if isinstance(kind, ast.Tuple) else [kind]
+            names = tuple(getattr(k, "id", getattr(k, "attr", "")) for k in kinds)
+            if "PitfallWarning" in names:
+                continue
+            found.append((path.name, name, names, pattern.value))
+    return found
+
+
+def test_the_examples_assert_many_messages():
+    assert len(_page_assertions()) > 80
+
+
+@pytest.mark.parametrize("page, function, names, pattern", _page_assertions())
+def test_each_message_a_page_asserts_has_an_entry(page, function, names, pattern):
+    if pattern in NOT_PYTORCHS:
+        return
+    candidates = [
+        (category, text)
+        for category, text in produced()
+        if (category in names or (function == "expect_warns" and "Warning" in category))
+        and re.search(pattern, text)
+    ]
+    covered = [(c, t) for c, t in candidates if messages.find(c, t) is not None]
+    if not covered and not CUDA and pattern in PAGE_NEEDS_CUDA:
+        pytest.skip("needs CUDA")
+    if not covered and ACCELERATOR and pattern in PAGE_NEEDS_NO_ACCELERATOR:
+        pytest.skip("needs a machine without an accelerator")
+    assert covered, (page, pattern, candidates)
+
+
+def test_registry_imports_no_torch():
+    import subprocess
+    import sys
+
+    code = "import sys, torch_pitfalls.messages; assert 'torch' not in sys.modules, 'imported'"
+    subprocess.run([sys.executable, "-c", code], check=True)
