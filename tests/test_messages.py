@@ -170,6 +170,7 @@ def _unsafe_autocast():
 
 
 PRODUCERS = [
+    lambda: nn.Linear(2, 2).weight.grad.zero_(),
     # autograd
     lambda: torch.ones(2, requires_grad=True).add_(1),
     lambda: torch.optim.SGD([torch.ones(2, requires_grad=True) * 2], lr=1.0),
@@ -296,7 +297,6 @@ PAGE_NEEDS_NO_ACCELERATOR = {
 }
 
 NOT_PYTORCHS = {
-    "'NoneType' object has no attribute 'zero_'": "Python's own error (p.grad is None)",
     r"indices must be in \[0, 3\) for dim 0, got 0\.\.5": "the page's own checked helper",
     "Error detected in SqrtBackward0": "anomaly mode's header before any backward error",
     "Error detected in SigmoidBackward0": "anomaly mode's header before any backward error",
@@ -414,3 +414,10 @@ def test_registry_imports_no_torch():
 
     code = "import sys, torch_pitfalls.messages; assert 'torch' not in sys.modules, 'imported'"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_not_pytorchs_covers_the_page_helpers_messages():
+    # the docs' error index leaves out the messages of messages.NOT_PYTORCH (a page's own helper)
+    assert messages.not_pytorchs("IndexError", "indices must be in [0, 3) for dim 0, got 0..5")
+    assert not messages.not_pytorchs("IndexError", "Target 1 is out of bounds.")
+    assert not messages.not_pytorchs("RuntimeError", "indices must be in [0, 3) for dim 0, got")

@@ -156,8 +156,16 @@ def message_lines(text: str) -> list[tuple[str, str]]:
     for line in text.splitlines():
         match = MESSAGE_LINE.match(line.strip())
         if match and match[1].rsplit(".", 1)[-1] not in OWN_CLASSES:
-            found.append((match[1], match[2].rstrip()))
+            kind, message = match[1], match[2].rstrip()
+            if not _not_pytorchs(kind, message):
+                found.append((kind, message))
     return found
+
+
+def _not_pytorchs(kind: str, message: str) -> bool:
+    from torch_pitfalls import messages
+
+    return messages.not_pytorchs(kind.rsplit(".", 1)[-1], message)
 
 
 def printed_messages(doctree, docname: str) -> list[Printed]:
@@ -618,16 +626,63 @@ def _configure(app, config) -> None:
         path.write_text("", encoding="utf-8")
 
 
+def registry_problems(places: dict[tuple[str, str], list[Printed]]) -> list[str]:
+    """How the printed messages disagree with the guards' registry, :mod:`torch_pitfalls.messages`.
+
+    The error index and the guards' notes must send a reader to the same page: each message a
+    page prints (but those of :data:`torch_pitfalls.messages.NOT_PYTORCH`) needs an entry of the
+    registry, and the page of each entry must be among the pages that print a message it matches.
+
+    >>> here = Printed("RuntimeError", "boom", "auto_examples/autograd/plot_retain_graph", "", "")
+    >>> registry_problems({("RuntimeError", "boom"): [here]})
+    ['RuntimeError: boom (printed on retain-graph) has no entry in torch_pitfalls.messages']
+    """
+    from torch_pitfalls import messages
+
+    problems = []
+    pages_of: dict[messages.Message, set[str]] = {}
+    for (kind, message), where in places.items():
+        slugs = {page_slug(item.docname) for item in where}
+        kind_name = kind.rsplit(".", 1)[-1]
+        if messages.not_pytorchs(kind_name, message):
+            continue
+        entry = messages.find(kind_name, message)
+        if entry is None:
+            problems.append(
+                f"{kind}: {message} (printed on {', '.join(sorted(slugs))}) has no entry in "
+                "torch_pitfalls.messages"
+            )
+        else:
+            pages_of.setdefault(entry, set()).update(slugs)
+    for entry, slugs in pages_of.items():
+        if entry.slug not in slugs:
+            problems.append(
+                f"torch_pitfalls.messages sends {entry.category}: {entry.pattern} to {entry.slug}, "
+                f"which prints no such message (printed on {', '.join(sorted(slugs))})"
+            )
+    return problems
+
+
+def page_slug(docname: str) -> str:
+    """The slug of a gallery page (``auto_examples/autograd/plot_retain_graph`` → ``retain-graph``)."""
+    return docname.rsplit("/", 1)[-1].removeprefix("plot_").replace("_", "-")
+
+
 def _check(app, env) -> None:
-    """Warn when the error index misses a message a page printed (e.g. a parallel read)."""
+    """Warn when the error index misses a message a page printed (e.g. a parallel read), or
+    disagrees with the guards' registry of messages."""
     from sphinx.util import logging
 
+    logger = logging.getLogger(__name__)
+    places = explaining_pages(all_printed(env))
     listed = getattr(env, "pitfalls_error_index_size", None)
-    total = len(explaining_pages(all_printed(env)))
-    if listed is not None and listed != total:
-        logging.getLogger(__name__).warning(
-            f"the error index lists {listed} messages of {total} printed", location=ERROR_INDEX
+    if listed is not None and listed != len(places):
+        logger.warning(
+            f"the error index lists {listed} messages of {len(places)} printed",
+            location=ERROR_INDEX,
         )
+    for problem in registry_problems(places):
+        logger.warning(problem, location=ERROR_INDEX)
 
 
 def setup(app):

@@ -85,6 +85,8 @@ def _w(category, pattern, slug, topic):
 
 MESSAGES: tuple[Message, ...] = (
     # autograd
+    _e("AttributeError", r"'NoneType' object has no attribute 'zero_'", "backward-step-zero-grad",
+       "autograd"),
     _e("RuntimeError", r"a leaf Variable that requires grad is being used in an in-place operation",
        "leaf-inplace-init", "autograd"),
     _e("ValueError", r"can't optimize a non-leaf Tensor", "leaf-inplace-init", "autograd"),
@@ -116,7 +118,7 @@ MESSAGES: tuple[Message, ...] = (
     _e("RuntimeError", r"is not on the expected device", "device-agnostic-code", "devices"),
     _e("RuntimeError", r"a Tensor with \d+ elements cannot be converted to Scalar",
        "item-and-tolist", "devices"),
-    _e("RuntimeError", r"Missing key\(s\) in state_dict", "state-dict-prefix", "serialization"),
+    _e("RuntimeError", r"Error\(s\) in loading state_dict", "state-dict-prefix", "serialization"),
     _e("TypeError", r"RNG state must be a torch\.ByteTensor", "resume-training", "serialization"),
     # losses
     _e("RuntimeError", r"expected target dtype to be Long or Byte", "cross-entropy-expects-logits",
@@ -217,6 +219,24 @@ NOTE = {
     "zh_CN": "torch-pitfalls：PyTorch 这条消息的原因和修正见页面",
 }
 """The generic note (and warning) text, followed by `` → `` and the page's URL, by language."""
+
+
+NOT_PYTORCH: tuple[tuple[str, str, str], ...] = (
+    ("IndexError", r"indices must be in \[\d+, \d+\) for dim \d+, got", "index-select's own helper"),
+)
+"""Messages that a page prints but that are not PyTorch's (nor Python's for a PyTorch
+pitfall): ``(class name, regular expression, why)``. The docs' error index leaves them out."""
+
+
+def not_pytorchs(category: str, text: str) -> bool:
+    """Whether a message of class ``category`` is one of :data:`NOT_PYTORCH`.
+
+    >>> not_pytorchs("IndexError", "indices must be in [0, 3) for dim 0, got 0..5")
+    True
+    """
+    return any(
+        category == name and re.search(pattern, text) for name, pattern, _ in NOT_PYTORCH
+    )
 
 
 def find(category: str, text: str, kind: str | None = None) -> Message | None:
