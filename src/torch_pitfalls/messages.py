@@ -222,7 +222,8 @@ NOTE = {
 
 
 NOT_PYTORCH: tuple[tuple[str, str, str], ...] = (
-    ("IndexError", r"indices must be in \[\d+, \d+\) for dim \d+, got", "index-select's own helper"),
+    ("IndexError", r"indices must be in \[\d+, \d+\) for dim \d+, got",
+     "the index-select page's own helper"),
 )
 """Messages that a page prints but that are not PyTorch's (nor Python's for a PyTorch
 pitfall): ``(class name, regular expression, why)``. The docs' error index leaves them out."""
