@@ -664,7 +664,11 @@ def registry_problems(places: dict[tuple[str, str], list[Printed]]) -> list[str]
 
 
 def page_slug(docname: str) -> str:
-    """The slug of a gallery page: ``retain-graph`` for ``auto_examples/autograd/plot_retain_graph``."""
+    """The slug of a gallery page, from its docname.
+
+    >>> page_slug("auto_examples/autograd/plot_retain_graph")
+    'retain-graph'
+    """
     return docname.rsplit("/", 1)[-1].removeprefix("plot_").replace("_", "-")
 
 
