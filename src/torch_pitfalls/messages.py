@@ -222,8 +222,11 @@ NOTE = {
 
 
 NOT_PYTORCH: tuple[tuple[str, str, str], ...] = (
-    ("IndexError", r"indices must be in \[\d+, \d+\) for dim \d+, got",
-     "the index-select page's own helper"),
+    (
+        "IndexError",
+        r"indices must be in \[\d+, \d+\) for dim \d+, got",
+        "the index-select page's own helper",
+    ),
 )
 """Messages that a page prints but that are not PyTorch's (nor Python's for a PyTorch
 pitfall): ``(class name, regular expression, why)``. The docs' error index leaves them out."""
@@ -235,9 +238,7 @@ def not_pytorchs(category: str, text: str) -> bool:
     >>> not_pytorchs("IndexError", "indices must be in [0, 3) for dim 0, got 0..5")
     True
     """
-    return any(
-        category == name and re.search(pattern, text) for name, pattern, _ in NOT_PYTORCH
-    )
+    return any(category == name and re.search(pattern, text) for name, pattern, _ in NOT_PYTORCH)
 
 
 def find(category: str, text: str, kind: str | None = None) -> Message | None:
