@@ -180,6 +180,7 @@ _LOSS_CALLABLE = "cross-entropy or NLL function or module"
 # Facts of a block of code, for TP103.
 _BACKWARD, _STEP, _CLEARS, _BAD_CLOSURE = 1, 2, 4, 8
 _FOREACH_ZERO = "torch._foreach_zero_"
+_DISTRIBUTED = "torch.distributed"
 
 # flake8's own pattern (flake8.defaults.NOQA_INLINE_REGEXP), so both read a comment the same way.
 _NOQA = re.compile(r"# noqa(?::[\s]?(?P<codes>([A-Z]+[0-9]+(?:[,\s]+)?)+))?", re.IGNORECASE)
@@ -734,7 +735,11 @@ def _analyse(tree: ast.AST, active: frozenset[str]) -> list[tuple[int, int, str]
         checker = _ExpressionChecker(imports, active, found)
         checker.check_module(tree)
         attributes = checker.attributes
-    if "TP103" in active and (attributes is None or {"backward", "step"} <= attributes):
+    if (
+        "TP103" in active
+        and (attributes is None or {"backward", "step"} <= attributes)
+        and imports.imports_torch()  # an MXNet/Gluon loop has nothing to clear
+    ):
         _LoopChecker(tree, imports, found).check()
     if active & _CHECK_IDS:
         found.extend(checks.run(checks.Context.of(tree), active))
@@ -1212,9 +1217,11 @@ class _LoopChecker:
             if isinstance(node.func, ast.Name):
                 return 0
             if method == "backward":
-                return _BACKWARD
+                owner = self.imports.qualified_name(node.func.value) or ""
+                # dist_autograd.backward(context_id, ...): gradients live in the context
+                return 0 if owner.startswith(_DISTRIBUTED) else _BACKWARD
             if method == "step":
-                return _STEP
+                return _STEP if self._optimizer_step(node) else 0
             if method == "zero_grad" or (method == "zero_" and _is_grad(node.func.value)):
                 return _CLEARS
             if method in ("fill_", "mul_") and _is_grad(node.func.value) and _zero_argument(node):
@@ -1224,6 +1231,33 @@ class _LoopChecker:
             if any(isinstance(t, ast.Attribute) and t.attr == "grad" for t in targets):
                 return _CLEARS  # p.grad = None, del p.grad: gradients managed by hand
         return 0
+
+    def _optimizer_step(self, call: ast.Call) -> bool:
+        """Whether ``x.step(...)`` has the shape of an optimizer's step (see TP103 above).
+
+        ``optimizer.step()`` takes nothing but a closure, so a step with another argument is
+        not one (``env.step(action)``, Gluon's ``trainer.step(batch_size)``, the distributed
+        optimizer's ``opt.step(context_id)``), except on a receiver named like a gradient
+        scaler or with an argument named like an optimizer (``scaler.step(optimizer)``).
+        """
+        if _identifier(call.func.value) and "scaler" in _identifier(call.func.value).lower():
+            return True
+        if any(k.arg not in ("closure",) for k in call.keywords) or len(call.args) > 1:
+            return False
+        if not call.args:
+            return True
+        argument = call.args[0]
+        if isinstance(argument, ast.Lambda):
+            return True
+        name = _identifier(argument)
+        lower = name.lower()
+        return (
+            "closure" in lower
+            or "optim" in lower
+            or lower in ("opt", "optim")
+            or lower.startswith("opt_")
+            or name in self.functions
+        )
 
     def _direct(self, body: list[ast.AST], receiver) -> tuple[int, list[ast.AST]]:
         """Facts of a function body without its callees, and the callees."""
@@ -1324,6 +1358,13 @@ def _method_receiver(cls: ast.ClassDef, method: ast.AST) -> tuple[ast.ClassDef, 
     if not positional or "staticmethod" in decorators:
         return None
     return cls, positional[0].arg
+
+
+def _identifier(node: ast.expr) -> str:
+    """The last name of ``a.b.c`` or ``c``; ``""`` for anything else."""
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else ""
 
 
 def _zero_argument(call: ast.Call) -> bool:
