@@ -35,7 +35,7 @@ def amp_attribute(self, loader):
 def lbfgs(model, optimizer, loader):
     for x, y in loader:  # expect: TP103
 
-        def closure():
+        def closure(x=x, y=y):
             loss = F.cross_entropy(model(x), y)
             loss.backward()
             return loss
