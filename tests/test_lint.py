@@ -106,6 +106,7 @@ def step(model, optimizer, loader, x, y):
         F.cross_entropy(F.softmax(model(a), 1), b).backward()
         optimizer.step()
     h.data.zero_()
+    h.sum().backward()
 """
 
 

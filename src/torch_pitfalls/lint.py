@@ -169,8 +169,8 @@ _KNOWN_NAMES = (
     _SOFTMAX_FUNCTIONS | _SOFTMAX_MODULES | _LOSS_FUNCTIONS | _LOSS_MODULES | _DROPOUT_FUNCTIONS
 )
 
-_INIT_FUNCTIONS = frozenset({"__init__", "reset_parameters", "_reset_parameters"})
-_INIT_PREFIXES = ("init", "_init")
+# Functions that only run in training (Lightning's hook, and the usual name of one step).
+_TRAINING_FUNCTIONS = frozenset({"training_step", "train_step"})
 
 # What an expression is, for TP101.
 _SOFTMAX = "softmax output"
@@ -731,7 +731,7 @@ def _analyse(tree: ast.AST, active: frozenset[str]) -> list[tuple[int, int, str]
     found: list[tuple[int, int, str]] = []
     attributes = None  # the attribute names the module uses, if the walk below learns them
     imports = Imports(tree, _KNOWN_NAMES)
-    if active & {"TP101", "TP102", "TP104"}:
+    if active & {"TP101", "TP102"}:
         checker = _ExpressionChecker(imports, active, found)
         checker.check_module(tree)
         attributes = checker.attributes
@@ -741,6 +741,8 @@ def _analyse(tree: ast.AST, active: frozenset[str]) -> list[tuple[int, int, str]
         and imports.imports_torch()  # an MXNet/Gluon loop has nothing to clear
     ):
         _LoopChecker(tree, imports, found).check()
+    if "TP104" in active and (attributes is None or "backward" in attributes):
+        _DataEditChecker(tree, imports, found).check()
     if active & _CHECK_IDS:
         found.extend(checks.run(checks.Context.of(tree), active))
     return found
@@ -792,10 +794,6 @@ def _merge_kinds(states: list[dict[str, str | None]]) -> dict[str, str | None]:
     return merged
 
 
-def _is_init_function(name: str) -> bool:
-    return name in _INIT_FUNCTIONS or name.startswith(_INIT_PREFIXES)
-
-
 @dataclass
 class _Scope:
     """A module, class body or function, as the expression checker walks it.
@@ -803,7 +801,8 @@ class _Scope:
     Attributes:
         parent: the enclosing scope (None for the module).
         node: the function, lambda or class (None for the module).
-        in_init: inside an initialisation function (TP104 is silent there).
+        in_training: inside a function that only runs in training (``training_step``,
+            ``train_step``) or nested in one: TP102 is silent there.
         self_name: the first parameter of the method this code is in (a closure's too).
         self_kinds: for a class body, what each ``self.attr`` of its methods is (computed when
             first needed); a function reads its class's.
@@ -811,7 +810,7 @@ class _Scope:
 
     parent: _Scope | None
     node: ast.AST | None = None
-    in_init: bool = False
+    in_training: bool = False
     self_name: str | None = None
     self_kinds: Callable[[], dict[str, str | None]] | None = None
 
@@ -848,7 +847,7 @@ class _Scope:
 
 
 class _ExpressionChecker(ast.NodeVisitor):
-    """TP101, TP102 and TP104: one walk of the module, each function's statements in order.
+    """TP101 and TP102: one walk of the module, each function's statements in order.
 
     Function bodies are read after the code around them, so that a function sees every
     assignment of the enclosing function or module.
@@ -939,13 +938,12 @@ class _ExpressionChecker(ast.NodeVisitor):
     # Statements that bind names -------------------------------------------------------------
 
     def bind(self, target: ast.expr, kind: str | None) -> None:
-        """Record what an assignment target now holds; check ``x.data`` targets (TP104)."""
+        """Record what an assignment target now holds."""
         if isinstance(target, ast.Name):
             self.scope.bind(target.id, kind)
             return
         for name in _bound_names(target):
             self.scope.bind(name, None)
-        self._check_data_target(target)
         self.visit(target)  # calls in subscripts and attribute owners
 
     def value_kind(self, node: ast.expr) -> str | None:
@@ -965,7 +963,7 @@ class _ExpressionChecker(ast.NodeVisitor):
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
         self.visit(node.value)
-        self.bind(node.target, None)  # x.data += y is reported there
+        self.bind(node.target, None)
 
     def visit_If(self, node: ast.If) -> None:
         """Read each branch from the state before the ``if``; merge what the branches that flow
@@ -1026,14 +1024,14 @@ class _ExpressionChecker(ast.NodeVisitor):
                 self.visit(decorator)
             self.scope.bind(node.name, None)
         parent = self.scope
-        in_init = parent.in_init or (
-            not isinstance(node, ast.Lambda) and _is_init_function(node.name)
+        in_training = parent.in_training or (
+            not isinstance(node, ast.Lambda) and node.name in _TRAINING_FUNCTIONS
         )
         self_name = parent.self_name  # a closure in a method sees the method's self
         if parent.is_class and not isinstance(node, ast.Lambda):
             positional = (*node.args.posonlyargs, *node.args.args)
             self_name = positional[0].arg if positional else None
-        scope = _Scope(parent, node, in_init, self_name, parent.self_kinds)
+        scope = _Scope(parent, node, in_training, self_name, parent.self_kinds)
         self.deferred.append((node, scope))
 
     visit_AsyncFunctionDef = visit_FunctionDef
@@ -1052,7 +1050,7 @@ class _ExpressionChecker(ast.NodeVisitor):
         self.scope = _Scope(
             outer,
             node,
-            outer.in_init,
+            outer.in_training,
             self_kinds=functools.cache(functools.partial(self._self_kinds, node)),
         )
         for statement in node.body:
@@ -1096,7 +1094,7 @@ class _ExpressionChecker(ast.NodeVisitor):
     # Calls and edits ------------------------------------------------------------------------
 
     def check_call(self, node: ast.Call) -> None:
-        """TP101, TP102 and the ``x.data.mul_()`` form of TP104."""
+        """TP101 and TP102."""
         if "TP101" in self.active and self.kind(node.func) == _LOSS_CALLABLE:
             loss_input = node.args[0] if node.args else None
             if loss_input is None:
@@ -1107,45 +1105,161 @@ class _ExpressionChecker(ast.NodeVisitor):
                 and self.kind(loss_input) == _SOFTMAX
             ):
                 self.report(node, "TP101")
-        if "TP102" in self.active and self.imports.qualified_name(node.func) in _DROPOUT_FUNCTIONS:
+        if (
+            "TP102" in self.active
+            and not self.scope.in_training
+            and self.imports.qualified_name(node.func) in _DROPOUT_FUNCTIONS
+        ):
             positional_training = len(node.args) > _TRAINING_POSITION or any(
                 isinstance(a, ast.Starred) for a in node.args
             )
             keyword_training = any(k.arg in ("training", None) for k in node.keywords)
             if not positional_training and not keyword_training:
                 self.report(node, "TP102")
-        if (
-            isinstance(node.func, ast.Attribute)
-            and _is_inplace_method(node.func.attr)
-            and isinstance(node.func.value, ast.Attribute)
-            and self._is_data(node.func.value)
-        ):
-            self.report(node, "TP104")  # x.data.mul_(2)
-
-    def _check_data_target(self, target: ast.expr) -> None:
-        """TP104 for ``x.data = ...`` and ``x.data[i] = ...`` (and inside tuple targets)."""
-        if isinstance(target, ast.Tuple | ast.List):
-            for element in target.elts:
-                self._check_data_target(element)
-        elif isinstance(target, ast.Starred):
-            self._check_data_target(target.value)
-        elif isinstance(target, ast.Subscript | ast.Attribute):
-            edited = target.value if isinstance(target, ast.Subscript) else target
-            if isinstance(edited, ast.Attribute) and self._is_data(edited):
-                self.report(target, "TP104")
-
-    def _is_data(self, node: ast.Attribute) -> bool:
-        """``x.data`` that TP104 reports: active, outside init code, not self.data or .grad.data."""
-        if node.attr != "data" or "TP104" not in self.active or self.scope.in_init:
-            return False
-        owner = node.value
-        if isinstance(owner, ast.Name):
-            return owner.id not in ("self", "cls", self.scope.self_name)
-        return not (isinstance(owner, ast.Attribute) and owner.attr == "grad")
 
 
 def _is_inplace_method(name: str) -> bool:
     return name.endswith("_") and not name.endswith("__") and name != "_"
+
+
+class _DataEditChecker:
+    """TP104: an edit through ``.data`` while a graph that may have saved the tensor is alive.
+
+    In each function (and the module's own code), read in source order without the functions
+    and classes defined in it: an edit through ``.data`` is reported when a ``.backward()``
+    follows it whose tensor is rooted in a name (``loss`` in ``loss.backward()``,
+    ``out.sum().backward()``, ``torch.autograd.backward(loss)``) assigned before the edit and
+    not assigned again between the edit and the backward.
+    """
+
+    def __init__(self, tree: ast.AST, imports: Imports, found: list) -> None:
+        self.tree = tree
+        self.imports = imports
+        self.found = found
+
+    def check(self) -> None:
+        methods = {
+            method: _method_receiver(node, method)
+            for node in ast.walk(self.tree)
+            if isinstance(node, ast.ClassDef)
+            for method in node.body
+            if isinstance(method, _FUNCTION_NODES)
+        }
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef):
+                receiver = methods.get(node)
+                self._check_scope(node, receiver[1] if receiver else None)
+
+    def _check_scope(self, scope: ast.AST, self_name: str | None) -> None:
+        # name -> [(position, assigned from x.data)], edits and backwards: (position, ...)
+        assigned: dict[str, list[tuple[tuple[int, int], bool]]] = {}
+        edits: list[tuple[tuple[int, int], ast.AST, str | None]] = []
+        backwards: list[tuple[tuple[int, int], str]] = []
+        stack = list(scope.body)
+        while stack:
+            node = stack.pop()
+            if isinstance(node, _SCOPE_NODES):
+                continue
+            stack.extend(ast.iter_child_nodes(node))
+            if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign | ast.NamedExpr):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                value = node.value
+                end = (node.end_lineno, node.end_col_offset)
+                for target in targets:
+                    alias = isinstance(target, ast.Name) and self._is_data(value, self_name)
+                    for name in _bound_names(target):
+                        assigned.setdefault(name, []).append((end, alias))
+                    self._target_edits(node, target, self_name, edits)
+            elif isinstance(node, ast.For | ast.AsyncFor | ast.withitem | ast.comprehension):
+                target = node.optional_vars if isinstance(node, ast.withitem) else node.target
+                if target is not None:
+                    end = (target.end_lineno, target.end_col_offset)
+                    for name in _bound_names(target):
+                        assigned.setdefault(name, []).append((end, False))
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                self._call_events(node, self_name, edits, backwards)
+        for position, node, alias in edits:
+            if alias is not None and not _holds(assigned.get(alias, []), position, alias=True):
+                continue
+            if any(
+                position < at
+                and _holds(assigned.get(root, []), position)
+                and not any(position < p < at for p, _ in assigned.get(root, []))
+                for at, root in backwards
+            ):
+                self.found.append((node.lineno, node.col_offset, "TP104"))
+
+    def _call_events(self, node: ast.Call, self_name, edits, backwards) -> None:
+        func, position = node.func, (node.lineno, node.col_offset)
+        if func.attr == "backward":
+            tensor = func.value
+            if self.imports.qualified_name(func.value) == "torch.autograd":
+                tensor = node.args[0] if node.args else None
+            elif (self.imports.qualified_name(func.value) or "").startswith(_DISTRIBUTED):
+                tensor = None
+            root = _root_name(tensor)
+            if root is not None:
+                backwards.append((position, root))
+        elif _is_inplace_method(func.attr):
+            if self._is_data(func.value, self_name):
+                edits.append((position, node, None))
+            elif isinstance(func.value, ast.Name):
+                edits.append((position, node, func.value.id))
+
+    def _target_edits(self, node, target: ast.expr, self_name, edits) -> None:
+        """Edits by an assignment: ``x.data = ...``, ``x.data[i] = ...``, ``c[i] = ...`` and
+        ``c += ...`` for ``c = x.data``."""
+        for element in _target_elements(target):
+            position = (element.lineno, element.col_offset)
+            if isinstance(element, ast.Subscript):
+                edited = element.value
+                if self._is_data(edited, self_name):
+                    edits.append((position, element, None))
+                elif isinstance(edited, ast.Name):
+                    edits.append((position, element, edited.id))
+            elif isinstance(element, ast.Attribute) and self._is_data(element, self_name):
+                edits.append((position, element, None))
+            elif isinstance(element, ast.Name) and isinstance(node, ast.AugAssign):
+                edits.append((position, element, element.id))
+
+    @staticmethod
+    def _is_data(node: ast.expr | None, self_name: str | None) -> bool:
+        """``x.data``, but not ``self.data`` (an object's own attribute) or ``p.grad.data``."""
+        if not isinstance(node, ast.Attribute) or node.attr != "data":
+            return False
+        owner = node.value
+        if isinstance(owner, ast.Name):
+            return owner.id not in ("self", "cls", self_name)
+        return not (isinstance(owner, ast.Attribute) and owner.attr == "grad")
+
+
+def _target_elements(target: ast.expr) -> Iterator[ast.expr]:
+    """The targets in ``a, (b[i], *c.x)``."""
+    if isinstance(target, ast.Tuple | ast.List):
+        for element in target.elts:
+            yield from _target_elements(element)
+    elif isinstance(target, ast.Starred):
+        yield from _target_elements(target.value)
+    else:
+        yield target
+
+
+def _holds(assignments: list, position: tuple[int, int], alias: bool = False) -> bool:
+    """Whether the name is assigned before ``position`` (from ``x.data`` if ``alias``)."""
+    before = [(p, is_alias) for p, is_alias in assignments if p < position]
+    return bool(before) and (not alias or max(before)[1])
+
+
+def _root_name(node: ast.expr | None) -> str | None:
+    """``loss`` for ``loss``, ``out.sum()``, ``outs[0].mean()``; None if not rooted in a name."""
+    while node is not None and not isinstance(node, ast.Name):
+        if isinstance(node, ast.Call):
+            node = node.func
+        elif isinstance(node, ast.Attribute | ast.Subscript):
+            node = node.value
+        else:
+            return None
+    return None if node is None else node.id
 
 
 class _LoopChecker:
