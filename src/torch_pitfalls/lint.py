@@ -152,7 +152,12 @@ _SOFTMAX_FUNCTIONS = frozenset(
     {"torch.softmax", f"{_FUNCTIONAL}.softmax", "torch.special.softmax", "torch.Tensor.softmax"}
 )
 _SOFTMAX_MODULES = frozenset(
-    {f"{_NN}.Softmax", f"{_NN}.modules.Softmax", f"{_NN}.modules.activation.Softmax"}
+    f"{_NN}{package}.{name}"
+    for package in ("", ".modules", ".modules.activation")
+    for name in ("Softmax", "Softmax2d")
+)
+_SEQUENTIAL = frozenset(
+    f"{_NN}{package}.Sequential" for package in ("", ".modules", ".modules.container")
 )
 _LOSS_FUNCTIONS = frozenset({f"{_FUNCTIONAL}.cross_entropy", f"{_FUNCTIONAL}.nll_loss"})
 _LOSS_MODULES = frozenset(
@@ -166,16 +171,26 @@ _DROPOUT_FUNCTIONS = frozenset(
 )
 _TRAINING_POSITION = 2
 _KNOWN_NAMES = (
-    _SOFTMAX_FUNCTIONS | _SOFTMAX_MODULES | _LOSS_FUNCTIONS | _LOSS_MODULES | _DROPOUT_FUNCTIONS
+    _SOFTMAX_FUNCTIONS
+    | _SOFTMAX_MODULES
+    | _SEQUENTIAL
+    | _LOSS_FUNCTIONS
+    | _LOSS_MODULES
+    | _DROPOUT_FUNCTIONS
 )
 
 # Functions that only run in training (Lightning's hook, and the usual name of one step).
 _TRAINING_FUNCTIONS = frozenset({"training_step", "train_step"})
 
-# What an expression is, for TP101.
+# What an expression is, for TP101: one of these strings, ("calls", kind) for a function,
+# module or class whose call gives that kind, or ("tuple", (kind, ...)) for a tuple of them.
 _SOFTMAX = "softmax output"
-_SOFTMAX_CALLABLE = "softmax function or module"
 _LOSS_CALLABLE = "cross-entropy or NLL function or module"
+_CALLS, _TUPLE = "calls", "tuple"
+_SOFTMAX_CALLABLE = (_CALLS, _SOFTMAX)
+# How many times the module is read to learn what its functions return (a function that
+# returns what another returns needs one more reading).
+_RETURN_READINGS = 3
 
 # Facts of a block of code, for TP103.
 _BACKWARD, _STEP, _CLEARS, _BAD_CLOSURE = 1, 2, 4, 8
@@ -732,7 +747,15 @@ def _analyse(tree: ast.AST, active: frozenset[str]) -> list[tuple[int, int, str]
     attributes = None  # the attribute names the module uses, if the walk below learns them
     imports = Imports(tree, _KNOWN_NAMES)
     if active & {"TP101", "TP102"}:
-        checker = _ExpressionChecker(imports, active, found)
+        known_returns: dict = {}
+        if "TP101" in active and _mentions_softmax(tree):
+            for _ in range(_RETURN_READINGS):  # learn what functions return, then report
+                reading = _ExpressionChecker(imports, frozenset({"TP101"}), [], known_returns)
+                reading.check_module(tree)
+                if reading.learnt_returns() == known_returns:
+                    break
+                known_returns = reading.learnt_returns()
+        checker = _ExpressionChecker(imports, active, found, known_returns)
         checker.check_module(tree)
         attributes = checker.attributes
     if (
@@ -746,6 +769,22 @@ def _analyse(tree: ast.AST, active: frozenset[str]) -> list[tuple[int, int, str]
     if active & _CHECK_IDS:
         found.extend(checks.run(checks.Context.of(tree), active))
     return found
+
+
+def _mentions_softmax(tree: ast.AST) -> bool:
+    """Whether any name, attribute or import of the module says softmax (``nn.Softmax``)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            name = node.id
+        elif isinstance(node, ast.Attribute):
+            name = node.attr
+        elif isinstance(node, ast.alias):
+            name = node.name
+        else:
+            continue
+        if "softmax" in name.lower():
+            return True
+    return False
 
 
 def _bound_names(target: ast.expr) -> Iterator[str]:
@@ -853,7 +892,13 @@ class _ExpressionChecker(ast.NodeVisitor):
     assignment of the enclosing function or module.
     """
 
-    def __init__(self, imports: Imports, active: frozenset[str], found: list) -> None:
+    def __init__(
+        self,
+        imports: Imports,
+        active: frozenset[str],
+        found: list,
+        known_returns: dict | None = None,
+    ) -> None:
         self.imports = imports
         self.attributes: set[str] = set()  # every attribute name read or written
         self.active = active
@@ -861,8 +906,19 @@ class _ExpressionChecker(ast.NodeVisitor):
         self.scope = _Scope(parent=None)
         self.deferred: deque[tuple[ast.AST, _Scope]] = deque()
         self.ending_ifs: set[ast.If] = set()  # read, and no branch of them flows on
+        # function -> the kind every return of it gives (from an earlier reading), and the
+        # kinds its returns give in this reading
+        self.known_returns = known_returns or {}
+        self.returns: dict[ast.AST, set] = {}
+        # the module's own functions and classes, for ``self.x = Net()`` read in any method
+        self.definitions = _Scope(parent=None)
 
     def check_module(self, tree: ast.AST) -> None:
+        for node in getattr(tree, "body", ()):
+            if isinstance(node, _FUNCTION_NODES):
+                self.definitions.bind(node.name, self.function_kind(node))
+            elif isinstance(node, ast.ClassDef):
+                self.definitions.bind(node.name, self.class_kind(node))
         self.generic_visit(tree)
         while self.deferred:
             function, scope = self.deferred.popleft()
@@ -893,12 +949,14 @@ class _ExpressionChecker(ast.NodeVisitor):
                 self.check_call(node)
             elif isinstance(node, ast.NamedExpr):
                 self.bind(node.target, self.value_kind(node.value))
+            elif isinstance(node, ast.Yield | ast.YieldFrom):
+                self._returns(None)  # a generator
             stack.extend(ast.iter_child_nodes(node))
 
     # What an expression is ------------------------------------------------------------------
 
     def kind(self, node: ast.expr) -> str | None:
-        """``_SOFTMAX``, ``_SOFTMAX_CALLABLE``, ``_LOSS_CALLABLE`` or None."""
+        """``_SOFTMAX``, ``_LOSS_CALLABLE``, ``(_CALLS, kind)``, ``(_TUPLE, kinds)`` or None."""
         if isinstance(node, ast.Call):
             name = self.imports.qualified_name(node.func)
             if name in _SOFTMAX_FUNCTIONS:
@@ -907,13 +965,31 @@ class _ExpressionChecker(ast.NodeVisitor):
                 return _SOFTMAX_CALLABLE
             if name in _LOSS_MODULES:
                 return _LOSS_CALLABLE
+            if name in _SEQUENTIAL:
+                return self._sequential_kind(node)
             if (
                 name is None
                 and isinstance(node.func, ast.Attribute)
                 and node.func.attr == "softmax"
             ):
                 return _SOFTMAX  # the tensor method, x.softmax(dim)
-            return _SOFTMAX if self.kind(node.func) == _SOFTMAX_CALLABLE else None
+            called = self.kind(node.func)
+            return called[1] if isinstance(called, tuple) and called[0] == _CALLS else None
+        if isinstance(node, ast.Tuple):
+            kinds = tuple(None if isinstance(e, ast.Starred) else self.kind(e) for e in node.elts)
+            return (_TUPLE, kinds) if any(kinds) else None
+        if isinstance(node, ast.Subscript):
+            whole = self.kind(node.value)
+            index = node.slice
+            if (
+                isinstance(whole, tuple)
+                and whole[0] == _TUPLE
+                and isinstance(index, ast.Constant)
+                and type(index.value) is int
+                and -len(whole[1]) <= index.value < len(whole[1])
+            ):
+                return whole[1][index.value]
+            return None
         if isinstance(node, ast.IfExp):
             kinds = {self.kind(node.body), self.kind(node.orelse)}
             return _SOFTMAX if _SOFTMAX in kinds else None
@@ -935,12 +1011,79 @@ class _ExpressionChecker(ast.NodeVisitor):
             return self.scope.self_kinds().get(node.attr)
         return None
 
+    def _sequential_kind(self, call: ast.Call):
+        """An ``nn.Sequential`` is what its last layer is, if that is known (a softmax module):
+        ``nn.Sequential(a, b, nn.Softmax(1))`` or ``nn.Sequential(OrderedDict([..., ("s",
+        nn.Softmax(1))]))``."""
+        if not call.args or call.keywords or isinstance(call.args[-1], ast.Starred):
+            return None
+        last = call.args[-1]
+        if (
+            len(call.args) == 1
+            and isinstance(last, ast.Call)
+            and _identifier(last.func) == "OrderedDict"
+            and len(last.args) == 1
+            and isinstance(last.args[0], ast.List | ast.Tuple)
+            and last.args[0].elts
+        ):
+            item = last.args[0].elts[-1]
+            if not (isinstance(item, ast.Tuple) and len(item.elts) == 2):
+                return None
+            last = item.elts[1]
+        kind = self.kind(last)
+        return kind if isinstance(kind, tuple) and kind[0] == _CALLS else None
+
+    def function_kind(self, node: ast.AST):
+        """``(_CALLS, kind)`` for a function every ``return`` of which gives that kind (as
+        learnt by an earlier reading of the module), else None."""
+        returned = self.known_returns.get(node)
+        return None if returned is None else (_CALLS, returned)
+
+    def class_kind(self, node: ast.ClassDef):
+        """What calling the class gives: an instance whose call gives what its ``__call__``,
+        or for a subclass (an ``nn.Module``) without one its ``forward``, returns."""
+        methods = {m.name: m for m in node.body if isinstance(m, _FUNCTION_NODES)}
+        method = methods.get("__call__")
+        if method is None and node.bases:
+            method = methods.get("forward")
+        instance = None if method is None else self.function_kind(method)
+        return None if instance is None else (_CALLS, instance)
+
+    def learnt_returns(self) -> dict:
+        """What each function read returns: one kind that every ``return`` gives."""
+        learnt = {}
+        for function, kinds in self.returns.items():
+            if len(kinds) == 1 and None not in kinds:
+                learnt[function] = next(iter(kinds))
+        return learnt
+
+    def _returns(self, kind) -> None:
+        """Record what a ``return`` (or a ``yield``: None) of the current function gives."""
+        node = self.scope.node
+        if isinstance(node, _FUNCTION_NODES):
+            self.returns.setdefault(node, set()).add(kind)
+
+    def visit_Return(self, node: ast.Return) -> None:
+        if node.value is not None:
+            self.visit(node.value)
+        self._returns(self.value_kind(node.value) if node.value is not None else None)
+
     # Statements that bind names -------------------------------------------------------------
 
     def bind(self, target: ast.expr, kind: str | None) -> None:
         """Record what an assignment target now holds."""
         if isinstance(target, ast.Name):
             self.scope.bind(target.id, kind)
+            return
+        if (
+            isinstance(target, ast.Tuple | ast.List)
+            and isinstance(kind, tuple)
+            and kind[0] == _TUPLE
+            and len(kind[1]) == len(target.elts)
+            and not any(isinstance(e, ast.Starred) for e in target.elts)
+        ):
+            for element, element_kind in zip(target.elts, kind[1], strict=True):
+                self.bind(element, element_kind)
             return
         for name in _bound_names(target):
             self.scope.bind(name, None)
@@ -1022,7 +1165,7 @@ class _ExpressionChecker(ast.NodeVisitor):
         if not isinstance(node, ast.Lambda):
             for decorator in node.decorator_list:
                 self.visit(decorator)
-            self.scope.bind(node.name, None)
+            self.scope.bind(node.name, self.function_kind(node))
         parent = self.scope
         in_training = parent.in_training or (
             not isinstance(node, ast.Lambda) and node.name in _TRAINING_FUNCTIONS
@@ -1045,7 +1188,7 @@ class _ExpressionChecker(ast.NodeVisitor):
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         for expression in (*node.decorator_list, *node.bases, *node.keywords):
             self.visit(expression)
-        self.scope.bind(node.name, None)
+        self.scope.bind(node.name, self.class_kind(node))
         outer = self.scope
         self.scope = _Scope(
             outer,
@@ -1059,10 +1202,12 @@ class _ExpressionChecker(ast.NodeVisitor):
 
     def _self_kinds(self, node: ast.ClassDef) -> dict[str, str | None]:
         """What each ``self.attr`` is, from its assignments in the methods, if they agree."""
-        assigned: dict[str, set[str | None]] = {}
+        assigned: dict[str, set] = {}
         for method in node.body:
             if not isinstance(method, _FUNCTION_NODES):
                 continue
+            if self.function_kind(method) is not None:  # self.predict(x)
+                assigned.setdefault(method.name, set()).add(self.function_kind(method))
             positional = (*method.args.posonlyargs, *method.args.args)
             if not positional:
                 continue
@@ -1085,7 +1230,7 @@ class _ExpressionChecker(ast.NodeVisitor):
 
     def _value_kind(self, node: ast.expr) -> str | None:
         """The kind of a value from the imports alone (not local names), for ``self.x = ...``."""
-        outer, self.scope = self.scope, _Scope(parent=None)
+        outer, self.scope = self.scope, _Scope(parent=self.definitions)
         try:
             return self.kind(node)
         finally:
