@@ -196,6 +196,14 @@ _RETURN_READINGS = 3
 _BACKWARD, _STEP, _CLEARS, _BAD_CLOSURE = 1, 2, 4, 8
 _FOREACH_ZERO = "torch._foreach_zero_"
 _DISTRIBUTED = "torch.distributed"
+# Tensor factories: what they return is in no graph (for TP104).
+_FACTORIES = frozenset(
+    {
+        *("tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "eye"),
+        *("rand", "randn", "randint", "arange", "linspace", "zeros_like", "ones_like"),
+        *("empty_like", "full_like", "rand_like", "randn_like"),
+    }
+)
 
 # flake8's own pattern (flake8.defaults.NOQA_INLINE_REGEXP), so both read a comment the same way.
 _NOQA = re.compile(r"# noqa(?::[\s]?(?P<codes>([A-Z]+[0-9]+(?:[,\s]+)?)+))?", re.IGNORECASE)
@@ -1296,9 +1304,8 @@ class _DataEditChecker:
                 self._check_scope(node, receiver[1] if receiver else None)
 
     def _check_scope(self, scope: ast.AST, self_name: str | None) -> None:
-        # name -> [(position, assigned from x.data)], edits and backwards: (position, ...)
-        assigned: dict[str, list[tuple[tuple[int, int], bool]]] = {}
-        edits: list[tuple[tuple[int, int], ast.AST, str | None]] = []
+        assigned: dict[str, list[_Assignment]] = {}
+        edits: list[tuple[tuple[int, int], ast.AST, str | None, str | None]] = []
         backwards: list[tuple[tuple[int, int], str]] = []
         stack = list(scope.body)
         while stack:
@@ -1312,27 +1319,66 @@ class _DataEditChecker:
                 end = (node.end_lineno, node.end_col_offset)
                 for target in targets:
                     alias = isinstance(target, ast.Name) and self._is_data(value, self_name)
+                    assignment = _Assignment(
+                        end,
+                        _plain_name(value.value) if alias else None,
+                        isinstance(value, ast.Call) and not self._is_factory(value),
+                        frozenset(n.id for n in ast.walk(value) if isinstance(n, ast.Name))
+                        if value is not None
+                        else frozenset(),
+                    )
                     for name in _bound_names(target):
-                        assigned.setdefault(name, []).append((end, alias))
+                        assigned.setdefault(name, []).append(assignment)
                     self._target_edits(node, target, self_name, edits)
             elif isinstance(node, ast.For | ast.AsyncFor | ast.withitem | ast.comprehension):
                 target = node.optional_vars if isinstance(node, ast.withitem) else node.target
                 if target is not None:
                     end = (target.end_lineno, target.end_col_offset)
                     for name in _bound_names(target):
-                        assigned.setdefault(name, []).append((end, False))
+                        assigned.setdefault(name, []).append(_Assignment(end))
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
                 self._call_events(node, self_name, edits, backwards)
-        for position, node, alias in edits:
-            if alias is not None and not _holds(assigned.get(alias, []), position, alias=True):
-                continue
-            if any(
-                position < at
-                and _holds(assigned.get(root, []), position)
-                and not any(position < p < at for p, _ in assigned.get(root, []))
-                for at, root in backwards
-            ):
+        for position, node, alias, base in edits:
+            if alias is not None:  # c.zero_() for c = x.data
+                last = _last_before(assigned.get(alias, []), position)
+                if last is None or last.data_of is None:
+                    continue
+                base = last.data_of
+            if any(self._alive(assigned, position, at, root, base) for at, root in backwards):
                 self.found.append((node.lineno, node.col_offset, "TP104"))
+
+    @staticmethod
+    def _alive(assigned, edit, backward, root: str, base: str | None) -> bool:
+        """Whether the backward at ``backward`` runs through a graph alive at ``edit``: its
+        tensor ``root`` is assigned before the edit and not after it, or assigned after it
+        from the edited tensor ``base``, itself computed before the edit."""
+        if not edit < backward:
+            return False
+        root_assignments = assigned.get(root, [])
+        between = [a for a in root_assignments if edit < a.end < backward]
+        if not between:
+            return _last_before(root_assignments, edit) is not None
+        last_base = None if base is None else _last_before(assigned.get(base, []), edit)
+        if last_base is None or not last_base.computed:
+            return False
+        tainted = {base}  # the names computed from the edited tensor after the edit
+        later = sorted(
+            (a.end, name, a)
+            for name, assignments in assigned.items()
+            for a in assignments
+            if edit < a.end < backward
+        )
+        for _, name, assignment in later:
+            if assignment.names & tainted:
+                tainted.add(name)
+            else:
+                tainted.discard(name)
+        return root in tainted
+
+    def _is_factory(self, call: ast.Call) -> bool:
+        """``torch.zeros(...)`` and the like: a new tensor, in no graph."""
+        name = self.imports.qualified_name(call.func) or ""
+        return name.startswith("torch.") and name.rpartition(".")[2] in _FACTORIES
 
     def _call_events(self, node: ast.Call, self_name, edits, backwards) -> None:
         func, position = node.func, (node.lineno, node.col_offset)
@@ -1347,9 +1393,9 @@ class _DataEditChecker:
                 backwards.append((position, root))
         elif _is_inplace_method(func.attr):
             if self._is_data(func.value, self_name):
-                edits.append((position, node, None))
+                edits.append((position, node, None, _plain_name(func.value.value)))
             elif isinstance(func.value, ast.Name):
-                edits.append((position, node, func.value.id))
+                edits.append((position, node, func.value.id, None))
 
     def _target_edits(self, node, target: ast.expr, self_name, edits) -> None:
         """Edits by an assignment: ``x.data = ...``, ``x.data[i] = ...``, ``c[i] = ...`` and
@@ -1359,13 +1405,13 @@ class _DataEditChecker:
             if isinstance(element, ast.Subscript):
                 edited = element.value
                 if self._is_data(edited, self_name):
-                    edits.append((position, element, None))
+                    edits.append((position, element, None, _plain_name(edited.value)))
                 elif isinstance(edited, ast.Name):
-                    edits.append((position, element, edited.id))
+                    edits.append((position, element, edited.id, None))
             elif isinstance(element, ast.Attribute) and self._is_data(element, self_name):
-                edits.append((position, element, None))
+                edits.append((position, element, None, _plain_name(element.value)))
             elif isinstance(element, ast.Name) and isinstance(node, ast.AugAssign):
-                edits.append((position, element, element.id))
+                edits.append((position, element, element.id, None))
 
     @staticmethod
     def _is_data(node: ast.expr | None, self_name: str | None) -> bool:
@@ -1389,10 +1435,32 @@ def _target_elements(target: ast.expr) -> Iterator[ast.expr]:
         yield target
 
 
-def _holds(assignments: list, position: tuple[int, int], alias: bool = False) -> bool:
-    """Whether the name is assigned before ``position`` (from ``x.data`` if ``alias``)."""
-    before = [(p, is_alias) for p, is_alias in assignments if p < position]
-    return bool(before) and (not alias or max(before)[1])
+@dataclass(frozen=True)
+class _Assignment:
+    """An assignment of a name, for TP104.
+
+    Attributes:
+        end: where the statement ends (line, column): the name holds the value from there.
+        data_of: for ``c = x.data``, the name ``x`` (None otherwise).
+        computed: the value is a call (not a tensor factory such as ``torch.zeros``).
+        names: the names the value mentions.
+    """
+
+    end: tuple[int, int]
+    data_of: str | None = None
+    computed: bool = False
+    names: frozenset[str] = frozenset()
+
+
+def _last_before(assignments: list[_Assignment], position) -> _Assignment | None:
+    """The assignment in force at ``position``, if any."""
+    before = [a for a in assignments if a.end < position]
+    return max(before, key=lambda a: a.end) if before else None
+
+
+def _plain_name(node: ast.expr) -> str | None:
+    """``x`` for the name ``x``; None for anything else (``net[0].weight``)."""
+    return node.id if isinstance(node, ast.Name) else None
 
 
 def _root_name(node: ast.expr | None) -> str | None:

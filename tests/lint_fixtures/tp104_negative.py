@@ -83,6 +83,24 @@ def alias_rebound(model, x):
     loss.backward()
 
 
+def edit_before_the_forward(model, x):
+    weight = model.weight  # a parameter: the edit comes before any graph uses it
+    weight.data.clamp_(-1, 1)
+    noise = torch.randn(3)  # a new tensor, in no graph
+    noise.data.mul_(0.1)
+    loss = (model(x + noise) * weight).sum()
+    loss.backward()
+
+
+def initialise_a_module_then_train(loader):
+    net = nn.Sequential(nn.Linear(2, 1))  # a module, not a tensor of a graph
+    net[0].weight.data.normal_(0, 0.01)
+    net[0].bias.data.fill_(0)
+    for x, y in loader:
+        loss = (net(x) - y).pow(2).mean()
+        loss.backward()
+
+
 class Buffer:
     def __init__(self):
         self.data = []

@@ -41,6 +41,15 @@ def under_no_grad(model, ema, x, decay=0.99):
     torch.autograd.backward(loss)
 
 
+def clamp_then_loss(model, state, action, target):
+    # RL-Adventure's categorical DQN: the clamp is invisible to the gradient of log()
+    dist = model(state).gather(1, action)
+    dist.data.clamp_(0.01, 0.99)  # expect: TP104
+    loss = -(target * dist.log()).sum(1)
+    loss = loss.mean()
+    loss.backward()
+
+
 class Net(nn.Module):
     def __init__(self):
         super().__init__()
