@@ -631,7 +631,7 @@ def test_command_line_statistics(tmp_path):
         f"{tp101:>5}  TP101  softmax output passed to cross-entropy or NLL",
         "    0  TP102  functional dropout without training=",
         "    0  TP103  training loop that never clears gradients",
-        "    0  TP104  edit through .data",
+        "    0  TP104  edit through .data before the backward",
         "    1  E999   files that could not be parsed (not checked)",
         f"{tp101 + 1:>5}         total",
     ]
