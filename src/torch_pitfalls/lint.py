@@ -115,9 +115,10 @@ agrees), and ``self.attr`` assigned in any method of the same class
 attributes of other objects (``trainer.criterion``, ``model.predict(x)``), functions and
 classes of other modules, ``functools.partial``, containers other than ``nn.Sequential``
 (``nn.ModuleList``, ``nn.Sequential(*layers)``), and rebinding an imported name. What the
-module's functions return is learnt by reading the module first, up to three times (a
-function returning what another returns takes one more reading), and only when it mentions a
-softmax. For TP101 the analysis reads each function top to bottom, and follows ``if``
+module's functions return is learnt by reading the module: when a reading learns that some
+function returns a softmax (or a loss function or module), the module is read again with that
+knowledge, up to three more times (a function returning what another returns takes one more
+reading). For TP101 the analysis reads each function top to bottom, and follows ``if``
 statements: each branch starts from what held before the ``if``, a branch that ends in
 ``return``, ``raise``, ``continue`` or ``break`` (or in an ``if`` none of whose branches flow
 on) does not flow on, and after the ``if`` the branches that do are merged: a name holds a
@@ -234,8 +235,8 @@ _SOFTMAX = "softmax output"
 _LOSS_CALLABLE = "cross-entropy or NLL function or module"
 _CALLS, _TUPLE = "calls", "tuple"
 _SOFTMAX_CALLABLE = (_CALLS, _SOFTMAX)
-# How many times the module is read to learn what its functions return (a function that
-# returns what another returns needs one more reading).
+# How many times more the module is read when a reading learnt what some of its functions
+# return (a function that returns what another returns needs one more reading).
 _RETURN_READINGS = 3
 
 # Facts of a block of code, for TP103.
@@ -881,16 +882,20 @@ def _analyse(tree: ast.AST, active: frozenset[str]) -> list[tuple[int, int, str]
     attributes = None  # the attribute names the module uses, if the walk below learns them
     imports = Imports(tree, _KNOWN_NAMES)
     if active & {"TP101", "TP102"}:
-        known_returns: dict = {}
-        if "TP101" in active and _mentions_softmax(tree):
-            for _ in range(_RETURN_READINGS):  # learn what functions return, then report
-                reading = _ExpressionChecker(imports, frozenset({"TP101"}), [], known_returns)
-                reading.check_module(tree)
-                if reading.learnt_returns() == known_returns:
-                    break
-                known_returns = reading.learnt_returns()
-        checker = _ExpressionChecker(imports, active, found, known_returns)
+        # Each reading learns what the module's functions return; when it learnt something
+        # (rare: a function returning a softmax or a loss), read again with that knowledge.
+        checker = _ExpressionChecker(imports, active, [])
         checker.check_module(tree)
+        known_returns = checker.learnt_returns() if "TP101" in active else {}
+        readings = 1
+        while known_returns and readings <= _RETURN_READINGS:
+            checker = _ExpressionChecker(imports, active, [], known_returns)
+            checker.check_module(tree)
+            readings += 1
+            if checker.learnt_returns() == known_returns:
+                break
+            known_returns = checker.learnt_returns()
+        found.extend(checker.found)
         attributes = checker.attributes
     if (
         "TP103" in active
@@ -898,27 +903,11 @@ def _analyse(tree: ast.AST, active: frozenset[str]) -> list[tuple[int, int, str]
         and imports.imports_torch()  # an MXNet/Gluon loop has nothing to clear
     ):
         _LoopChecker(tree, imports, found).check()
-    if "TP104" in active and (attributes is None or "backward" in attributes):
+    if "TP104" in active and (attributes is None or {"backward", "data"} <= attributes):
         _DataEditChecker(tree, imports, found).check()
     if active & _CHECK_IDS:
         found.extend(checks.run(checks.Context.of(tree), active))
     return found
-
-
-def _mentions_softmax(tree: ast.AST) -> bool:
-    """Whether any name, attribute or import of the module says softmax (``nn.Softmax``)."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            name = node.id
-        elif isinstance(node, ast.Attribute):
-            name = node.attr
-        elif isinstance(node, ast.alias):
-            name = node.name
-        else:
-            continue
-        if "softmax" in name.lower():
-            return True
-    return False
 
 
 def _bound_names(target: ast.expr) -> Iterator[str]:
@@ -1415,19 +1404,24 @@ class _DataEditChecker:
         self.tree = tree
         self.imports = imports
         self.found = found
-
-    def check(self) -> None:
-        methods = {
-            method: _method_receiver(node, method)
-            for node in ast.walk(self.tree)
+        self.methods = {
+            method
+            for node in _statements(tree)
             if isinstance(node, ast.ClassDef)
             for method in node.body
             if isinstance(method, _FUNCTION_NODES)
         }
-        for node in ast.walk(self.tree):
-            if isinstance(node, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef):
-                receiver = methods.get(node)
-                self._check_scope(node, receiver[1] if receiver else None)
+
+    def check(self) -> None:
+        self._check_scope(self.tree, None)
+        for node in _statements(self.tree):  # functions are statements: no expression needed
+            if isinstance(node, ast.ClassDef):
+                for method in node.body:
+                    if isinstance(method, _FUNCTION_NODES):
+                        receiver = _method_receiver(node, method)
+                        self._check_scope(method, receiver[1] if receiver else None)
+            elif isinstance(node, _FUNCTION_NODES) and node not in self.methods:
+                self._check_scope(node, None)
 
     def _check_scope(self, scope: ast.AST, self_name: str | None) -> None:
         assigned: dict[str, list[_Assignment]] = {}
