@@ -174,6 +174,29 @@ def lint(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def survey(session: nox.Session) -> None:
+    """Run the static checker, every rule on, over the folders given, and count its findings.
+
+    ``nox -s survey -- ~/src/examples ~/src/timm`` prints the findings per rule and per folder
+    (``python -m torch_pitfalls.lint --statistics``), to measure the rules on real code.
+    """
+    if not session.posargs:
+        session.error("give the folders to survey: nox -s survey -- FOLDER...")
+    # The checker needs neither torch nor any other dependency: the project alone.
+    session.install("--no-deps", "-e", ".")
+    session.run(
+        "python",
+        "-m",
+        "torch_pitfalls.lint",
+        "--statistics",
+        "--select",
+        "ALL",
+        *session.posargs,
+        success_codes=[0, 1, 2],
+    )
+
+
+@nox.session(python=PYTHON)
 def i18n(session: nox.Session) -> None:
     """Update the Chinese catalogs from the English source (changed messages turn fuzzy)."""
     install(session, "docs")

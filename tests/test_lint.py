@@ -106,6 +106,7 @@ def step(model, optimizer, loader, x, y):
         F.cross_entropy(F.softmax(model(a), 1), b).backward()
         optimizer.step()
     h.data.zero_()
+    h.sum().backward()
 """
 
 
@@ -613,3 +614,35 @@ def test_pre_commit_hook():
     )
     assert done.returncode == 1, done.stderr
     assert [(line, i) for _, line, i in output_pairs(done.stdout)] == expected(fixture)
+
+
+def test_command_line_statistics(tmp_path):
+    clean = tmp_path / "clean"
+    clean.mkdir()
+    (clean / "ok.py").write_text("import torch\n", encoding="utf-8")
+    (clean / "bad.py").write_text("def (:\n", encoding="utf-8")
+    done = run_lint(
+        "--statistics", "--select", "ALL", str(FIXTURES / "tp101_positive.py"), str(clean)
+    )
+    assert done.returncode == 2  # as without --statistics: a file could not be parsed
+    lines = done.stdout.splitlines()
+    tp101 = len(expected(FIXTURES / "tp101_positive.py"))
+    assert lines[:6] == [
+        f"{tp101:>5}  TP101  softmax output passed to cross-entropy or NLL",
+        "    0  TP102  functional dropout without training=",
+        "    0  TP103  training loop that never clears gradients",
+        "    0  TP104  edit through .data before the backward",
+        "    1  E999   files that could not be parsed (not checked)",
+        f"{tp101 + 1:>5}         total",
+    ]
+    assert lines[6] == ""
+    assert lines[7].split() == ["path", "TP101", "TP102", "TP103", "TP104", "E999"]
+    assert lines[8].split()[1:] == [str(tp101), "0", "0", "0", "0"]
+    assert lines[9].split() == [str(clean), "0", "0", "0", "0", "1"]
+    one = run_lint("--statistics", "--select", "TP103", str(FIXTURES / "tp103_negative.py"))
+    assert (one.returncode, one.stdout) == (
+        0,
+        "    0  TP103  training loop that never clears gradients\n    0         total\n",
+    )
+    chinese = run_lint("--statistics", str(FIXTURES / "tp102_positive.py"), language="zh_CN")
+    assert "  TP102  函数式 dropout 未传 training=" in chinese.stdout

@@ -150,7 +150,9 @@ assert layer.weight.is_leaf and layer.weight.requires_grad
 #
 # Two opt-in rules detect this pitfall in your own code (see :doc:`/detectors`): the runtime
 # guard ``TP010`` (a tensor saved for backward changed through ``.data`` or a NumPy view) and
-# ``TP104`` of the static checker (an in-place edit through ``.data``).
+# ``TP104`` of the static checker (an in-place edit through ``.data`` between a forward and its
+# backward in one function, such as ``out.data.zero_()`` before ``out.sum().backward()``; edits in
+# initialisation code or after the backward are not reported).
 # ``TP010`` keeps a copy of every tensor saved for backward, which doubles their memory, so it
 # runs only when enabled: ``guards(enable=["TP010"])``.
 # Enabled, it warns at the backward of this page's edit through ``.data``, once per line, and the

@@ -2,8 +2,13 @@
 
 Run it on files or folders (folders are searched for ``*.py`` and ``*.ipynb``)::
 
-    python -m torch_pitfalls.lint [--select IDS] [--ignore IDS] [--enable IDS]
+    python -m torch_pitfalls.lint [--select IDS] [--ignore IDS] [--enable IDS] [--statistics]
                                   [--language LANG] [--base-url URL] PATH...
+
+(``--select ALL`` runs every static rule, opt-in ones included, as ruff's does;
+``--statistics`` prints, instead of the findings, how many each rule gave, zeros included,
+and with several paths a table of counts per path: see :func:`statistics`. The exit status is
+the same as without it. ``nox -s survey -- FOLDER...`` runs both over folders of real code.)
 
 (``--language`` takes ``en`` or ``zh_CN``, or any spelling
 :func:`torch_pitfalls.rules.resolve_language` accepts, ``zh``, ``zh-CN``…, as
@@ -21,45 +26,83 @@ Rules (``kind == "lint"`` in :data:`torch_pitfalls.rules.RULES`):
     A softmax output passed as the input (first argument or ``input=``) of
     ``F.cross_entropy``, ``F.nll_loss`` or an ``nn.CrossEntropyLoss`` / ``nn.NLLLoss`` instance.
     The softmax is ``torch.softmax``, ``F.softmax``, ``torch.special.softmax``,
-    ``torch.Tensor.softmax``, the tensor method ``x.softmax(...)`` or an ``nn.Softmax`` instance
-    called; it is passed directly, through either branch of a conditional expression, or through a
+    ``torch.Tensor.softmax``, the tensor method ``x.softmax(...)``, an ``nn.Softmax`` or
+    ``nn.Softmax2d`` instance called, or an ``nn.Sequential`` whose last layer is one
+    (``nn.Sequential(nn.Linear(128, 10), nn.Softmax(dim=1))``, also given as an ``OrderedDict``);
+    it is passed directly, through either branch of a conditional expression, or through a
     variable that holds such a softmax at the call, on some path through the function's ``if``
-    statements (see below). A ``log_softmax`` is never flagged, nor is a softmax passed as the
-    target or used otherwise. Reported at the loss call.
+    statements (see below). A function or method of the same module every ``return`` of which
+    gives a softmax output (``def predict(x): return F.softmax(...)``) gives one when called
+    (``predict(x)``, ``self.predict(x)``), and so does an instance of a class of the module
+    whose ``__call__``, or for a subclass (an ``nn.Module``) without one whose ``forward``,
+    returns one (``model = Net()`` then ``model(x)``; ``self.net = Net()`` then
+    ``self.net(x)``); a tuple returned (``return validity, label``) is followed when it is
+    unpacked into as many names or indexed with a constant. A ``log_softmax`` is never flagged,
+    nor a softmax passed as the target or used otherwise (``softmax(...).log()``,
+    ``torch.log(...)``), nor a function some return of which gives something else, nor a
+    generator. Reported at the loss call.
 ``TP102`` (page ``functional-dropout``)
     ``F.dropout``, ``F.dropout1d``, ``F.dropout2d`` or ``F.dropout3d`` called without
     ``training=``: not as a keyword, not as the third positional argument, and no ``*args`` or
     ``**kwargs`` that could carry it. ``F.alpha_dropout`` and ``F.feature_alpha_dropout`` are not
-    checked: their ``training`` defaults to ``False``. Reported at the call.
+    checked: their ``training`` defaults to ``False``. Not reported in a function named
+    ``training_step`` (PyTorch Lightning's hook) or ``train_step``, or in code nested in one:
+    such code only runs in training, where ``training=True`` is what it means (dropout on the
+    inputs as noise, for example); a ``forward``, a ``validation_step`` or any other function
+    is reported, since it also runs in evaluation. Reported at the call.
 ``TP103`` (page ``backward-step-zero-grad``)
-    A ``for`` or ``while`` loop whose body calls ``.backward()`` and ``.step()`` on anything but
-    never clears gradients: no ``.zero_grad()`` on anything, no assignment to or ``del`` of a
-    ``.grad`` attribute (``p.grad = None``), no ``.grad.zero_()``, ``.grad.fill_(0)`` or
-    ``.grad.mul_(0)`` (a literal ``0`` or ``0.0``), no ``torch._foreach_zero_(...)``. Calls to
-    functions of the same module count as their bodies (transitively): a bare ``helper()`` is any
-    function of the module by that name, ``self.helper()`` a method of the enclosing class, where
-    ``self`` is whatever the method names its first parameter (``trainer.reset()`` in
-    ``def fit(trainer)``; nothing in a ``@staticmethod``). Clearing under an ``if`` (every k
-    steps) counts as clearing. Code in a function defined inside the loop (an LBFGS ``closure``)
-    is not part of the loop, but the loop is also reported when it calls ``.step(closure)`` or
-    ``.step(closure=closure)`` with a function of that name defined in the same function (or
-    module) as the loop, inside the loop or not, that calls ``.backward()`` and never clears
-    gradients (through its callees too; when several functions have the name, all of them; a
-    ``lambda`` is not checked): LBFGS calls the closure
+    In a module that imports torch (an MXNet/Gluon or Paddle loop, whose file never does, is not
+    checked), a ``for`` or ``while`` loop whose body calls ``.backward()`` and an optimizer's
+    ``.step()`` but never clears gradients. ``x.backward()`` is any call of that name except
+    ``torch.distributed.autograd.backward(context_id, ...)`` (distributed autograd keeps the
+    gradients per context). A step is ``x.step()`` with no argument or only a closure: a
+    ``lambda``, a function of the module, a name that says ``closure``, or ``closure=``; or with an
+    argument named like an optimizer (a name or attribute that contains ``optim``, is ``opt`` or
+    starts with ``opt_``), or on a receiver whose name contains ``scaler``
+    (``scaler.step(optimizer)``). A step with another argument is not an optimizer's:
+    ``env.step(action)`` in a reinforcement-learning loop, Gluon's ``trainer.step(batch_size)``,
+    the distributed optimizer's ``opt.step(context_id)``. A loop is reported when it never clears
+    gradients: no ``.zero_grad()`` on anything, no assignment to or ``del`` of a ``.grad``
+    attribute (``p.grad = None``), no ``.grad.zero_()``, ``.grad.fill_(0)`` or ``.grad.mul_(0)`` (a
+    literal ``0`` or ``0.0``), no ``torch._foreach_zero_(...)``. Calls to functions of the same
+    module count as their bodies (transitively): a bare ``helper()`` is any function of the module
+    by that name, ``self.helper()`` a method of the enclosing class, where ``self`` is whatever the
+    method names its first parameter (``trainer.reset()`` in ``def fit(trainer)``; nothing in a
+    ``@staticmethod``). Clearing under an ``if`` (every k steps) counts as clearing. Code in a
+    function defined inside the loop (an LBFGS ``closure``) is not part of the loop, but the loop
+    is also reported when it calls ``.step(closure)`` or ``.step(closure=closure)`` with a function
+    of that name defined in the same function (or module) as the loop, inside the loop or not, that
+    calls ``.backward()`` and never clears gradients (through its callees too; when several
+    functions have the name, all of them; a ``lambda`` is not checked): LBFGS calls the closure
     several times per step, so the closure itself must call ``zero_grad()``, whatever the loop
-    clears. Nested loops report the innermost loop that has the problem, once: an outer loop is
-    not reported again for a problem of a loop inside it. Always reported at the loop's ``for`` or
+    clears. Nested loops report the innermost loop that has the problem, once: an outer loop is not
+    reported again for a problem of a loop inside it. Always reported at the loop's ``for`` or
     ``while`` (for a closure too, not at its ``def``).
 ``TP104`` (page ``data-vs-detach``; opt-in, off unless enabled or selected)
-    An edit through ``.data``: an in-place method (name ending in one ``_``) called on
-    ``x.data``, an item assignment ``x.data[i] = ...``, an augmented assignment ``x.data += ...``
-    or a replacement ``x.data = ...``. Not reported in initialisation code (a function named
-    ``__init__``, ``reset_parameters``, ``_reset_parameters`` or starting with ``init`` or
-    ``_init``, and everything nested in one), on ``self.data`` / ``cls.data`` (a class's own
-    attribute, not a tensor's), or on ``x.grad.data`` (a gradient is not saved for backward).
-    Code under ``with torch.no_grad()`` *is* reported: ``no_grad`` is what replaces ``.data``, and
-    ``.data`` under it still escapes autograd's version counter; drop the ``.data``. Reported
-    at the edit. Reading through ``.data`` is not reported.
+    An edit through ``.data`` while a graph that may have saved the tensor is alive: between a
+    forward and its backward, in one function (or the module's own code), read in source order.
+    An edit is an in-place method (name ending in one ``_``) called on ``x.data``, an item
+    assignment ``x.data[i] = ...``, an augmented assignment ``x.data += ...``, a replacement
+    ``x.data = ...``, or the same on a name assigned from ``x.data`` (``c = out.data;
+    c.zero_()``). It is reported when a ``.backward()`` (or ``torch.autograd.backward(t)``)
+    follows it in the same function whose tensor is rooted in a name (``loss`` in
+    ``loss.backward()``, ``out`` in ``out.sum().backward()``) that is either assigned before
+    the edit and not again before the backward, or computed after the edit from ``x`` itself,
+    when ``x`` is a plain name computed by a call before the edit (``dist =
+    model(s).gather(...); dist.data.clamp_(...); loss = -(t * dist.log()).sum();
+    loss.backward()``), through any number of assignments. Not reported: edits with no such
+    backward after them (initialisation of any name, ``fuse()`` / ``reparameterize()``
+    copying into a module built a line earlier, functions passed to ``model.apply``, updates
+    after the backward such as hand-written SGD, soft updates of target networks or WGAN
+    clipping), edits of a module's tensors before a forward (``net[0].weight.data.normal_()``
+    then a training loop), of a tensor from a factory (``torch.zeros``), on ``self.data`` /
+    ``cls.data`` (a class's own attribute, not a tensor's) or ``x.grad.data`` (a gradient is
+    not saved for backward); a backward in another function, a loop's next iteration, or a
+    loss computed from the edited tensor through a call of another function. Reported at the
+    edit. Reading through ``.data`` is not reported. On the ten public codebases measured for
+    issue 14 (330 000 lines), the rule as it was (every edit outside functions named like
+    initialisation) gave 160 findings, none of them an edit of a live graph; it now gives two,
+    both real (a clamp through ``.data`` between the forward and the backward of a DQN).
 
 Names are resolved through the module's imports, wherever they are: ``import torch as T``,
 ``import torch.nn.functional as F``, ``from torch.nn import functional as Fn``,
@@ -69,9 +112,13 @@ functions, are also followed through assignments: a name in the same function (o
 function never assigns it, in an enclosing function or the module, if every assignment there
 agrees), and ``self.attr`` assigned in any method of the same class
 (``self.criterion = nn.CrossEntropyLoss()`` in ``__init__``). Not resolved: relative imports,
-attributes of other objects (``trainer.criterion``), values returned by functions,
-``functools.partial``, containers (``nn.Sequential(..., nn.Softmax(1))``), and rebinding an
-imported name. For TP101 the analysis reads each function top to bottom, and follows ``if``
+attributes of other objects (``trainer.criterion``, ``model.predict(x)``), functions and
+classes of other modules, ``functools.partial``, containers other than ``nn.Sequential``
+(``nn.ModuleList``, ``nn.Sequential(*layers)``), and rebinding an imported name. What the
+module's functions return is learnt by reading the module: when a reading learns that some
+function returns a softmax (or a loss function or module), the module is read again with that
+knowledge, up to three more times (a function returning what another returns takes one more
+reading). For TP101 the analysis reads each function top to bottom, and follows ``if``
 statements: each branch starts from what held before the ``if``, a branch that ends in
 ``return``, ``raise``, ``continue`` or ``break`` (or in an ``if`` none of whose branches flow
 on) does not flow on, and after the ``if`` the branches that do are merged: a name holds a
@@ -117,7 +164,7 @@ from torch_pitfalls.checks._ast import Imports
 from torch_pitfalls.checks._ast import child_statements as _child_statements
 from torch_pitfalls.checks._ast import statements as _statements
 
-__all__ = ["Finding", "Flake8Checker", "check_paths", "check_source", "main"]
+__all__ = ["Finding", "Flake8Checker", "check_paths", "check_source", "main", "statistics"]
 
 SKIPPED_DIRECTORIES = frozenset({"__pycache__", "build"})
 """Folders :func:`check_paths` does not enter, besides hidden ones (``.git``, ``.nox``, ``.venv``)
@@ -152,7 +199,12 @@ _SOFTMAX_FUNCTIONS = frozenset(
     {"torch.softmax", f"{_FUNCTIONAL}.softmax", "torch.special.softmax", "torch.Tensor.softmax"}
 )
 _SOFTMAX_MODULES = frozenset(
-    {f"{_NN}.Softmax", f"{_NN}.modules.Softmax", f"{_NN}.modules.activation.Softmax"}
+    f"{_NN}{package}.{name}"
+    for package in ("", ".modules", ".modules.activation")
+    for name in ("Softmax", "Softmax2d")
+)
+_SEQUENTIAL = frozenset(
+    f"{_NN}{package}.Sequential" for package in ("", ".modules", ".modules.container")
 )
 _LOSS_FUNCTIONS = frozenset({f"{_FUNCTIONAL}.cross_entropy", f"{_FUNCTIONAL}.nll_loss"})
 _LOSS_MODULES = frozenset(
@@ -166,20 +218,39 @@ _DROPOUT_FUNCTIONS = frozenset(
 )
 _TRAINING_POSITION = 2
 _KNOWN_NAMES = (
-    _SOFTMAX_FUNCTIONS | _SOFTMAX_MODULES | _LOSS_FUNCTIONS | _LOSS_MODULES | _DROPOUT_FUNCTIONS
+    _SOFTMAX_FUNCTIONS
+    | _SOFTMAX_MODULES
+    | _SEQUENTIAL
+    | _LOSS_FUNCTIONS
+    | _LOSS_MODULES
+    | _DROPOUT_FUNCTIONS
 )
 
-_INIT_FUNCTIONS = frozenset({"__init__", "reset_parameters", "_reset_parameters"})
-_INIT_PREFIXES = ("init", "_init")
+# Functions that only run in training (Lightning's hook, and the usual name of one step).
+_TRAINING_FUNCTIONS = frozenset({"training_step", "train_step"})
 
-# What an expression is, for TP101.
+# What an expression is, for TP101: one of these strings, ("calls", kind) for a function,
+# module or class whose call gives that kind, or ("tuple", (kind, ...)) for a tuple of them.
 _SOFTMAX = "softmax output"
-_SOFTMAX_CALLABLE = "softmax function or module"
 _LOSS_CALLABLE = "cross-entropy or NLL function or module"
+_CALLS, _TUPLE = "calls", "tuple"
+_SOFTMAX_CALLABLE = (_CALLS, _SOFTMAX)
+# How many times more the module is read when a reading learnt what some of its functions
+# return (a function that returns what another returns needs one more reading).
+_RETURN_READINGS = 3
 
 # Facts of a block of code, for TP103.
 _BACKWARD, _STEP, _CLEARS, _BAD_CLOSURE = 1, 2, 4, 8
 _FOREACH_ZERO = "torch._foreach_zero_"
+_DISTRIBUTED = "torch.distributed"
+# Tensor factories: what they return is in no graph (for TP104).
+_FACTORIES = frozenset(
+    {
+        *("tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "eye"),
+        *("rand", "randn", "randint", "arange", "linspace", "zeros_like", "ones_like"),
+        *("empty_like", "full_like", "rand_like", "randn_like"),
+    }
+)
 
 # flake8's own pattern (flake8.defaults.NOQA_INLINE_REGEXP), so both read a comment the same way.
 _NOQA = re.compile(r"# noqa(?::[\s]?(?P<codes>([A-Z]+[0-9]+(?:[,\s]+)?)+))?", re.IGNORECASE)
@@ -380,7 +451,8 @@ def main(argv: list[str] | None = None) -> int:
     """The command line, ``python -m torch_pitfalls.lint``; returns the exit status.
 
     Prints one line per finding, ``path:line:col: ID message → URL`` (``path:cell N:line:col:
-    ...`` in a notebook), sorted by path, cell, line and column (:func:`check_paths`).
+    ...`` in a notebook), sorted by path, cell, line and column (:func:`check_paths`); with
+    ``--statistics``, the counts per rule and per path instead (:func:`statistics`).
 
     Args:
         argv: the arguments, without the program name; by default ``sys.argv[1:]``.
@@ -399,21 +471,89 @@ def main(argv: list[str] | None = None) -> int:
         language = rules.resolve_language(args.language)
     except ValueError as error:  # the environment variable names another language
         parser.error(str(error))
-    findings = check_paths(
-        args.paths,
-        select=args.select,
-        ignore=args.ignore or (),
-        enable=args.enable or (),
-        language=language,
-        base_url=args.base_url,
-    )
+    options = {
+        "select": args.select,
+        "ignore": args.ignore or (),
+        "enable": args.enable or (),
+        "language": language,
+        "base_url": args.base_url,
+    }
+    if args.statistics:
+        by_path = {path: check_paths(path, **options) for path in dict.fromkeys(args.paths)}
+        findings = [finding for found in by_path.values() for finding in found]
+    else:
+        findings = check_paths(args.paths, **options)
     if hasattr(sys.stdout, "reconfigure"):  # "→" and Chinese on a console that cannot show them
         sys.stdout.reconfigure(errors="backslashreplace")
-    for finding in findings:
-        print(finding)
+    if args.statistics:
+        active = _active_rules(args.select, args.ignore or (), args.enable or ())
+        print(statistics(by_path, active, language=language))
+    else:
+        for finding in findings:
+            print(finding)
     if any(f.rule in (PARSE_ERROR, READ_ERROR) for f in findings):
         return 2
     return 1 if findings else 0
+
+
+def statistics(
+    by_path: dict[str, list[Finding]], active: Iterable[str], *, language: str | None = None
+) -> str:
+    """The text ``--statistics`` prints: findings counted per rule, and per path.
+
+    One line per active rule, in id order, zeros included (``count  ID  title``), then a line
+    for each error id found (``E999``, ``E902``: files not checked) and the total; with more
+    than one path, a table of counts per path follows (one column per id above).
+
+    Args:
+        by_path: each path given, with the findings of :func:`check_paths` for it (a file
+            reached through two of the paths counts under each).
+        active: the rule ids that ran (their counts are printed even when 0).
+        language: language of the titles (as for :func:`check_source`).
+
+    Returns:
+        The text, lines joined with ``"\\n"``, no final newline.
+
+    Raises:
+        KeyError: an id of ``active`` is not a rule's.
+        ValueError: ``language`` is not a site language.
+
+    >>> found = {"src": [Finding("src/a.py", 3, 5, "TP103", "...")]}
+    >>> print(statistics(found, ["TP101", "TP103"], language="en"))
+        0  TP101  softmax output passed to cross-entropy or NLL
+        1  TP103  training loop that never clears gradients
+        1         total
+    """
+    language = rules.resolve_language(language)
+    counts: dict[str, dict[str, int]] = {}
+    for path, found in by_path.items():
+        for finding in found:
+            counts.setdefault(finding.rule, {}).setdefault(path, 0)
+            counts[finding.rule][path] += 1
+    errors = sorted(i for i in counts if i in (PARSE_ERROR, READ_ERROR))
+    ids = [*sorted(set(active)), *errors]
+    titles = {PARSE_ERROR: _ERROR_TITLES[PARSE_ERROR], READ_ERROR: _ERROR_TITLES[READ_ERROR]}
+    total = 0
+    lines = []
+    for rule_id in ids:
+        count = sum(counts.get(rule_id, {}).values())
+        total += count
+        title = titles.get(rule_id) or rules.rule(rule_id).title[language]
+        lines.append(f"{count:>5}  {rule_id:<5}  {title}")
+    lines.append(f"{total:>5}         total")
+    if len(by_path) > 1:
+        width = max(len(path) for path in by_path)
+        lines += ["", f"{'path':<{width}}  " + "  ".join(f"{i:>5}" for i in ids)]
+        for path in by_path:
+            cells = "  ".join(f"{counts.get(i, {}).get(path, 0):>5}" for i in ids)
+            lines.append(f"{path:<{width}}  {cells}")
+    return "\n".join(lines)
+
+
+_ERROR_TITLES = {
+    PARSE_ERROR: "files that could not be parsed (not checked)",
+    READ_ERROR: "files that could not be read (not checked)",
+}
 
 
 class Flake8Checker:
@@ -481,8 +621,10 @@ class Flake8Checker:
 
 
 def _id_list(value: str) -> frozenset[str]:
-    """An argparse type: comma-separated static rule ids."""
+    """An argparse type: comma-separated static rule ids (``ALL``: every static rule)."""
     ids = [part.strip().upper() for part in value.split(",") if part.strip()]
+    if "ALL" in ids:  # as ruff's --select ALL
+        ids = [i for i in ids if i != "ALL"] + list(_STATIC_IDS)
     try:
         return _static_ids(ids, "rule id")
     except (KeyError, ValueError) as error:
@@ -514,11 +656,20 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("paths", nargs="+", metavar="PATH", help="files, or folders to search")
     parser.add_argument(
-        "--select", type=_id_list, metavar="IDS", help="run only these rules (comma-separated)"
+        "--select",
+        type=_id_list,
+        metavar="IDS",
+        help="run only these rules (comma-separated; ALL: every rule, opt-in ones included)",
     )
     parser.add_argument("--ignore", type=_id_list, metavar="IDS", help="do not run these rules")
     parser.add_argument(
         "--enable", type=_id_list, metavar="IDS", help="also run these opt-in rules (TP104)"
+    )
+    parser.add_argument(
+        "--statistics",
+        action="store_true",
+        help="print the number of findings of each rule (and of each PATH, when several are "
+        "given) instead of the findings",
     )
     parser.add_argument(
         "--language",
@@ -730,12 +881,30 @@ def _analyse(tree: ast.AST, active: frozenset[str]) -> list[tuple[int, int, str]
     found: list[tuple[int, int, str]] = []
     attributes = None  # the attribute names the module uses, if the walk below learns them
     imports = Imports(tree, _KNOWN_NAMES)
-    if active & {"TP101", "TP102", "TP104"}:
-        checker = _ExpressionChecker(imports, active, found)
+    if active & {"TP101", "TP102"}:
+        # Each reading learns what the module's functions return; when it learnt something
+        # (rare: a function returning a softmax or a loss), read again with that knowledge.
+        checker = _ExpressionChecker(imports, active, [])
         checker.check_module(tree)
+        known_returns = checker.learnt_returns() if "TP101" in active else {}
+        readings = 1
+        while known_returns and readings <= _RETURN_READINGS:
+            checker = _ExpressionChecker(imports, active, [], known_returns)
+            checker.check_module(tree)
+            readings += 1
+            if checker.learnt_returns() == known_returns:
+                break
+            known_returns = checker.learnt_returns()
+        found.extend(checker.found)
         attributes = checker.attributes
-    if "TP103" in active and (attributes is None or {"backward", "step"} <= attributes):
+    if (
+        "TP103" in active
+        and (attributes is None or {"backward", "step"} <= attributes)
+        and imports.imports_torch()  # an MXNet/Gluon loop has nothing to clear
+    ):
         _LoopChecker(tree, imports, found).check()
+    if "TP104" in active and (attributes is None or {"backward", "data"} <= attributes):
+        _DataEditChecker(tree, imports, found).check()
     if active & _CHECK_IDS:
         found.extend(checks.run(checks.Context.of(tree), active))
     return found
@@ -787,10 +956,6 @@ def _merge_kinds(states: list[dict[str, str | None]]) -> dict[str, str | None]:
     return merged
 
 
-def _is_init_function(name: str) -> bool:
-    return name in _INIT_FUNCTIONS or name.startswith(_INIT_PREFIXES)
-
-
 @dataclass
 class _Scope:
     """A module, class body or function, as the expression checker walks it.
@@ -798,7 +963,8 @@ class _Scope:
     Attributes:
         parent: the enclosing scope (None for the module).
         node: the function, lambda or class (None for the module).
-        in_init: inside an initialisation function (TP104 is silent there).
+        in_training: inside a function that only runs in training (``training_step``,
+            ``train_step``) or nested in one: TP102 is silent there.
         self_name: the first parameter of the method this code is in (a closure's too).
         self_kinds: for a class body, what each ``self.attr`` of its methods is (computed when
             first needed); a function reads its class's.
@@ -806,7 +972,7 @@ class _Scope:
 
     parent: _Scope | None
     node: ast.AST | None = None
-    in_init: bool = False
+    in_training: bool = False
     self_name: str | None = None
     self_kinds: Callable[[], dict[str, str | None]] | None = None
 
@@ -843,13 +1009,19 @@ class _Scope:
 
 
 class _ExpressionChecker(ast.NodeVisitor):
-    """TP101, TP102 and TP104: one walk of the module, each function's statements in order.
+    """TP101 and TP102: one walk of the module, each function's statements in order.
 
     Function bodies are read after the code around them, so that a function sees every
     assignment of the enclosing function or module.
     """
 
-    def __init__(self, imports: Imports, active: frozenset[str], found: list) -> None:
+    def __init__(
+        self,
+        imports: Imports,
+        active: frozenset[str],
+        found: list,
+        known_returns: dict | None = None,
+    ) -> None:
         self.imports = imports
         self.attributes: set[str] = set()  # every attribute name read or written
         self.active = active
@@ -857,8 +1029,19 @@ class _ExpressionChecker(ast.NodeVisitor):
         self.scope = _Scope(parent=None)
         self.deferred: deque[tuple[ast.AST, _Scope]] = deque()
         self.ending_ifs: set[ast.If] = set()  # read, and no branch of them flows on
+        # function -> the kind every return of it gives (from an earlier reading), and the
+        # kinds its returns give in this reading
+        self.known_returns = known_returns or {}
+        self.returns: dict[ast.AST, set] = {}
+        # the module's own functions and classes, for ``self.x = Net()`` read in any method
+        self.definitions = _Scope(parent=None)
 
     def check_module(self, tree: ast.AST) -> None:
+        for node in getattr(tree, "body", ()):
+            if isinstance(node, _FUNCTION_NODES):
+                self.definitions.bind(node.name, self.function_kind(node))
+            elif isinstance(node, ast.ClassDef):
+                self.definitions.bind(node.name, self.class_kind(node))
         self.generic_visit(tree)
         while self.deferred:
             function, scope = self.deferred.popleft()
@@ -889,12 +1072,14 @@ class _ExpressionChecker(ast.NodeVisitor):
                 self.check_call(node)
             elif isinstance(node, ast.NamedExpr):
                 self.bind(node.target, self.value_kind(node.value))
+            elif isinstance(node, ast.Yield | ast.YieldFrom):
+                self._returns(None)  # a generator
             stack.extend(ast.iter_child_nodes(node))
 
     # What an expression is ------------------------------------------------------------------
 
     def kind(self, node: ast.expr) -> str | None:
-        """``_SOFTMAX``, ``_SOFTMAX_CALLABLE``, ``_LOSS_CALLABLE`` or None."""
+        """``_SOFTMAX``, ``_LOSS_CALLABLE``, ``(_CALLS, kind)``, ``(_TUPLE, kinds)`` or None."""
         if isinstance(node, ast.Call):
             name = self.imports.qualified_name(node.func)
             if name in _SOFTMAX_FUNCTIONS:
@@ -903,13 +1088,31 @@ class _ExpressionChecker(ast.NodeVisitor):
                 return _SOFTMAX_CALLABLE
             if name in _LOSS_MODULES:
                 return _LOSS_CALLABLE
+            if name in _SEQUENTIAL:
+                return self._sequential_kind(node)
             if (
                 name is None
                 and isinstance(node.func, ast.Attribute)
                 and node.func.attr == "softmax"
             ):
                 return _SOFTMAX  # the tensor method, x.softmax(dim)
-            return _SOFTMAX if self.kind(node.func) == _SOFTMAX_CALLABLE else None
+            called = self.kind(node.func)
+            return called[1] if isinstance(called, tuple) and called[0] == _CALLS else None
+        if isinstance(node, ast.Tuple):
+            kinds = tuple(None if isinstance(e, ast.Starred) else self.kind(e) for e in node.elts)
+            return (_TUPLE, kinds) if any(kinds) else None
+        if isinstance(node, ast.Subscript):
+            whole = self.kind(node.value)
+            index = node.slice
+            if (
+                isinstance(whole, tuple)
+                and whole[0] == _TUPLE
+                and isinstance(index, ast.Constant)
+                and type(index.value) is int
+                and -len(whole[1]) <= index.value < len(whole[1])
+            ):
+                return whole[1][index.value]
+            return None
         if isinstance(node, ast.IfExp):
             kinds = {self.kind(node.body), self.kind(node.orelse)}
             return _SOFTMAX if _SOFTMAX in kinds else None
@@ -931,16 +1134,82 @@ class _ExpressionChecker(ast.NodeVisitor):
             return self.scope.self_kinds().get(node.attr)
         return None
 
+    def _sequential_kind(self, call: ast.Call):
+        """An ``nn.Sequential`` is what its last layer is, if that is known (a softmax module):
+        ``nn.Sequential(a, b, nn.Softmax(1))`` or ``nn.Sequential(OrderedDict([..., ("s",
+        nn.Softmax(1))]))``."""
+        if not call.args or call.keywords or isinstance(call.args[-1], ast.Starred):
+            return None
+        last = call.args[-1]
+        if (
+            len(call.args) == 1
+            and isinstance(last, ast.Call)
+            and _identifier(last.func) == "OrderedDict"
+            and len(last.args) == 1
+            and isinstance(last.args[0], ast.List | ast.Tuple)
+            and last.args[0].elts
+        ):
+            item = last.args[0].elts[-1]
+            if not (isinstance(item, ast.Tuple) and len(item.elts) == 2):
+                return None
+            last = item.elts[1]
+        kind = self.kind(last)
+        return kind if isinstance(kind, tuple) and kind[0] == _CALLS else None
+
+    def function_kind(self, node: ast.AST):
+        """``(_CALLS, kind)`` for a function every ``return`` of which gives that kind (as
+        learnt by an earlier reading of the module), else None."""
+        returned = self.known_returns.get(node)
+        return None if returned is None else (_CALLS, returned)
+
+    def class_kind(self, node: ast.ClassDef):
+        """What calling the class gives: an instance whose call gives what its ``__call__``,
+        or for a subclass (an ``nn.Module``) without one its ``forward``, returns."""
+        methods = {m.name: m for m in node.body if isinstance(m, _FUNCTION_NODES)}
+        method = methods.get("__call__")
+        if method is None and node.bases:
+            method = methods.get("forward")
+        instance = None if method is None else self.function_kind(method)
+        return None if instance is None else (_CALLS, instance)
+
+    def learnt_returns(self) -> dict:
+        """What each function read returns: one kind that every ``return`` gives."""
+        learnt = {}
+        for function, kinds in self.returns.items():
+            if len(kinds) == 1 and None not in kinds:
+                learnt[function] = next(iter(kinds))
+        return learnt
+
+    def _returns(self, kind) -> None:
+        """Record what a ``return`` (or a ``yield``: None) of the current function gives."""
+        node = self.scope.node
+        if isinstance(node, _FUNCTION_NODES):
+            self.returns.setdefault(node, set()).add(kind)
+
+    def visit_Return(self, node: ast.Return) -> None:
+        if node.value is not None:
+            self.visit(node.value)
+        self._returns(self.value_kind(node.value) if node.value is not None else None)
+
     # Statements that bind names -------------------------------------------------------------
 
     def bind(self, target: ast.expr, kind: str | None) -> None:
-        """Record what an assignment target now holds; check ``x.data`` targets (TP104)."""
+        """Record what an assignment target now holds."""
         if isinstance(target, ast.Name):
             self.scope.bind(target.id, kind)
             return
+        if (
+            isinstance(target, ast.Tuple | ast.List)
+            and isinstance(kind, tuple)
+            and kind[0] == _TUPLE
+            and len(kind[1]) == len(target.elts)
+            and not any(isinstance(e, ast.Starred) for e in target.elts)
+        ):
+            for element, element_kind in zip(target.elts, kind[1], strict=True):
+                self.bind(element, element_kind)
+            return
         for name in _bound_names(target):
             self.scope.bind(name, None)
-        self._check_data_target(target)
         self.visit(target)  # calls in subscripts and attribute owners
 
     def value_kind(self, node: ast.expr) -> str | None:
@@ -960,7 +1229,7 @@ class _ExpressionChecker(ast.NodeVisitor):
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
         self.visit(node.value)
-        self.bind(node.target, None)  # x.data += y is reported there
+        self.bind(node.target, None)
 
     def visit_If(self, node: ast.If) -> None:
         """Read each branch from the state before the ``if``; merge what the branches that flow
@@ -1019,16 +1288,16 @@ class _ExpressionChecker(ast.NodeVisitor):
         if not isinstance(node, ast.Lambda):
             for decorator in node.decorator_list:
                 self.visit(decorator)
-            self.scope.bind(node.name, None)
+            self.scope.bind(node.name, self.function_kind(node))
         parent = self.scope
-        in_init = parent.in_init or (
-            not isinstance(node, ast.Lambda) and _is_init_function(node.name)
+        in_training = parent.in_training or (
+            not isinstance(node, ast.Lambda) and node.name in _TRAINING_FUNCTIONS
         )
         self_name = parent.self_name  # a closure in a method sees the method's self
         if parent.is_class and not isinstance(node, ast.Lambda):
             positional = (*node.args.posonlyargs, *node.args.args)
             self_name = positional[0].arg if positional else None
-        scope = _Scope(parent, node, in_init, self_name, parent.self_kinds)
+        scope = _Scope(parent, node, in_training, self_name, parent.self_kinds)
         self.deferred.append((node, scope))
 
     visit_AsyncFunctionDef = visit_FunctionDef
@@ -1042,12 +1311,12 @@ class _ExpressionChecker(ast.NodeVisitor):
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         for expression in (*node.decorator_list, *node.bases, *node.keywords):
             self.visit(expression)
-        self.scope.bind(node.name, None)
+        self.scope.bind(node.name, self.class_kind(node))
         outer = self.scope
         self.scope = _Scope(
             outer,
             node,
-            outer.in_init,
+            outer.in_training,
             self_kinds=functools.cache(functools.partial(self._self_kinds, node)),
         )
         for statement in node.body:
@@ -1056,10 +1325,12 @@ class _ExpressionChecker(ast.NodeVisitor):
 
     def _self_kinds(self, node: ast.ClassDef) -> dict[str, str | None]:
         """What each ``self.attr`` is, from its assignments in the methods, if they agree."""
-        assigned: dict[str, set[str | None]] = {}
+        assigned: dict[str, set] = {}
         for method in node.body:
             if not isinstance(method, _FUNCTION_NODES):
                 continue
+            if self.function_kind(method) is not None:  # self.predict(x)
+                assigned.setdefault(method.name, set()).add(self.function_kind(method))
             positional = (*method.args.posonlyargs, *method.args.args)
             if not positional:
                 continue
@@ -1082,7 +1353,7 @@ class _ExpressionChecker(ast.NodeVisitor):
 
     def _value_kind(self, node: ast.expr) -> str | None:
         """The kind of a value from the imports alone (not local names), for ``self.x = ...``."""
-        outer, self.scope = self.scope, _Scope(parent=None)
+        outer, self.scope = self.scope, _Scope(parent=self.definitions)
         try:
             return self.kind(node)
         finally:
@@ -1091,7 +1362,7 @@ class _ExpressionChecker(ast.NodeVisitor):
     # Calls and edits ------------------------------------------------------------------------
 
     def check_call(self, node: ast.Call) -> None:
-        """TP101, TP102 and the ``x.data.mul_()`` form of TP104."""
+        """TP101 and TP102."""
         if "TP101" in self.active and self.kind(node.func) == _LOSS_CALLABLE:
             loss_input = node.args[0] if node.args else None
             if loss_input is None:
@@ -1102,45 +1373,226 @@ class _ExpressionChecker(ast.NodeVisitor):
                 and self.kind(loss_input) == _SOFTMAX
             ):
                 self.report(node, "TP101")
-        if "TP102" in self.active and self.imports.qualified_name(node.func) in _DROPOUT_FUNCTIONS:
+        if (
+            "TP102" in self.active
+            and not self.scope.in_training
+            and self.imports.qualified_name(node.func) in _DROPOUT_FUNCTIONS
+        ):
             positional_training = len(node.args) > _TRAINING_POSITION or any(
                 isinstance(a, ast.Starred) for a in node.args
             )
             keyword_training = any(k.arg in ("training", None) for k in node.keywords)
             if not positional_training and not keyword_training:
                 self.report(node, "TP102")
-        if (
-            isinstance(node.func, ast.Attribute)
-            and _is_inplace_method(node.func.attr)
-            and isinstance(node.func.value, ast.Attribute)
-            and self._is_data(node.func.value)
-        ):
-            self.report(node, "TP104")  # x.data.mul_(2)
-
-    def _check_data_target(self, target: ast.expr) -> None:
-        """TP104 for ``x.data = ...`` and ``x.data[i] = ...`` (and inside tuple targets)."""
-        if isinstance(target, ast.Tuple | ast.List):
-            for element in target.elts:
-                self._check_data_target(element)
-        elif isinstance(target, ast.Starred):
-            self._check_data_target(target.value)
-        elif isinstance(target, ast.Subscript | ast.Attribute):
-            edited = target.value if isinstance(target, ast.Subscript) else target
-            if isinstance(edited, ast.Attribute) and self._is_data(edited):
-                self.report(target, "TP104")
-
-    def _is_data(self, node: ast.Attribute) -> bool:
-        """``x.data`` that TP104 reports: active, outside init code, not self.data or .grad.data."""
-        if node.attr != "data" or "TP104" not in self.active or self.scope.in_init:
-            return False
-        owner = node.value
-        if isinstance(owner, ast.Name):
-            return owner.id not in ("self", "cls", self.scope.self_name)
-        return not (isinstance(owner, ast.Attribute) and owner.attr == "grad")
 
 
 def _is_inplace_method(name: str) -> bool:
     return name.endswith("_") and not name.endswith("__") and name != "_"
+
+
+class _DataEditChecker:
+    """TP104: an edit through ``.data`` while a graph that may have saved the tensor is alive.
+
+    In each function (and the module's own code), read in source order without the functions
+    and classes defined in it: an edit through ``.data`` is reported when a ``.backward()``
+    follows it whose tensor is rooted in a name (``loss`` in ``loss.backward()``,
+    ``out.sum().backward()``, ``torch.autograd.backward(loss)``) assigned before the edit and
+    not assigned again between the edit and the backward.
+    """
+
+    def __init__(self, tree: ast.AST, imports: Imports, found: list) -> None:
+        self.tree = tree
+        self.imports = imports
+        self.found = found
+        self.methods = {
+            method
+            for node in _statements(tree)
+            if isinstance(node, ast.ClassDef)
+            for method in node.body
+            if isinstance(method, _FUNCTION_NODES)
+        }
+
+    def check(self) -> None:
+        self._check_scope(self.tree, None)
+        for node in _statements(self.tree):  # functions are statements: no expression needed
+            if isinstance(node, ast.ClassDef):
+                for method in node.body:
+                    if isinstance(method, _FUNCTION_NODES):
+                        receiver = _method_receiver(node, method)
+                        self._check_scope(method, receiver[1] if receiver else None)
+            elif isinstance(node, _FUNCTION_NODES) and node not in self.methods:
+                self._check_scope(node, None)
+
+    def _check_scope(self, scope: ast.AST, self_name: str | None) -> None:
+        assigned: dict[str, list[_Assignment]] = {}
+        edits: list[tuple[tuple[int, int], ast.AST, str | None, str | None]] = []
+        backwards: list[tuple[tuple[int, int], str]] = []
+        stack = list(scope.body)
+        while stack:
+            node = stack.pop()
+            if isinstance(node, _SCOPE_NODES):
+                continue
+            stack.extend(ast.iter_child_nodes(node))
+            if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign | ast.NamedExpr):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                value = node.value
+                end = (node.end_lineno, node.end_col_offset)
+                for target in targets:
+                    alias = isinstance(target, ast.Name) and self._is_data(value, self_name)
+                    assignment = _Assignment(
+                        end,
+                        _plain_name(value.value) if alias else None,
+                        isinstance(value, ast.Call) and not self._is_factory(value),
+                        frozenset(n.id for n in ast.walk(value) if isinstance(n, ast.Name))
+                        if value is not None
+                        else frozenset(),
+                    )
+                    for name in _bound_names(target):
+                        assigned.setdefault(name, []).append(assignment)
+                    self._target_edits(node, target, self_name, edits)
+            elif isinstance(node, ast.For | ast.AsyncFor | ast.withitem | ast.comprehension):
+                target = node.optional_vars if isinstance(node, ast.withitem) else node.target
+                if target is not None:
+                    end = (target.end_lineno, target.end_col_offset)
+                    for name in _bound_names(target):
+                        assigned.setdefault(name, []).append(_Assignment(end))
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                self._call_events(node, self_name, edits, backwards)
+        for position, node, alias, base in edits:
+            if alias is not None:  # c.zero_() for c = x.data
+                last = _last_before(assigned.get(alias, []), position)
+                if last is None or last.data_of is None:
+                    continue
+                base = last.data_of
+            if any(self._alive(assigned, position, at, root, base) for at, root in backwards):
+                self.found.append((node.lineno, node.col_offset, "TP104"))
+
+    @staticmethod
+    def _alive(assigned, edit, backward, root: str, base: str | None) -> bool:
+        """Whether the backward at ``backward`` runs through a graph alive at ``edit``: its
+        tensor ``root`` is assigned before the edit and not after it, or assigned after it
+        from the edited tensor ``base``, itself computed before the edit."""
+        if not edit < backward:
+            return False
+        root_assignments = assigned.get(root, [])
+        between = [a for a in root_assignments if edit < a.end < backward]
+        if not between:
+            return _last_before(root_assignments, edit) is not None
+        last_base = None if base is None else _last_before(assigned.get(base, []), edit)
+        if last_base is None or not last_base.computed:
+            return False
+        tainted = {base}  # the names computed from the edited tensor after the edit
+        later = sorted(
+            (a.end, name, a)
+            for name, assignments in assigned.items()
+            for a in assignments
+            if edit < a.end < backward
+        )
+        for _, name, assignment in later:
+            if assignment.names & tainted:
+                tainted.add(name)
+            else:
+                tainted.discard(name)
+        return root in tainted
+
+    def _is_factory(self, call: ast.Call) -> bool:
+        """``torch.zeros(...)`` and the like: a new tensor, in no graph."""
+        name = self.imports.qualified_name(call.func) or ""
+        return name.startswith("torch.") and name.rpartition(".")[2] in _FACTORIES
+
+    def _call_events(self, node: ast.Call, self_name, edits, backwards) -> None:
+        func, position = node.func, (node.lineno, node.col_offset)
+        if func.attr == "backward":
+            tensor = func.value
+            if self.imports.qualified_name(func.value) == "torch.autograd":
+                tensor = node.args[0] if node.args else None
+            elif (self.imports.qualified_name(func.value) or "").startswith(_DISTRIBUTED):
+                tensor = None
+            root = _root_name(tensor)
+            if root is not None:
+                backwards.append((position, root))
+        elif _is_inplace_method(func.attr):
+            if self._is_data(func.value, self_name):
+                edits.append((position, node, None, _plain_name(func.value.value)))
+            elif isinstance(func.value, ast.Name):
+                edits.append((position, node, func.value.id, None))
+
+    def _target_edits(self, node, target: ast.expr, self_name, edits) -> None:
+        """Edits by an assignment: ``x.data = ...``, ``x.data[i] = ...``, ``c[i] = ...`` and
+        ``c += ...`` for ``c = x.data``."""
+        for element in _target_elements(target):
+            position = (element.lineno, element.col_offset)
+            if isinstance(element, ast.Subscript):
+                edited = element.value
+                if self._is_data(edited, self_name):
+                    edits.append((position, element, None, _plain_name(edited.value)))
+                elif isinstance(edited, ast.Name):
+                    edits.append((position, element, edited.id, None))
+            elif isinstance(element, ast.Attribute) and self._is_data(element, self_name):
+                edits.append((position, element, None, _plain_name(element.value)))
+            elif isinstance(element, ast.Name) and isinstance(node, ast.AugAssign):
+                edits.append((position, element, element.id, None))
+
+    @staticmethod
+    def _is_data(node: ast.expr | None, self_name: str | None) -> bool:
+        """``x.data``, but not ``self.data`` (an object's own attribute) or ``p.grad.data``."""
+        if not isinstance(node, ast.Attribute) or node.attr != "data":
+            return False
+        owner = node.value
+        if isinstance(owner, ast.Name):
+            return owner.id not in ("self", "cls", self_name)
+        return not (isinstance(owner, ast.Attribute) and owner.attr == "grad")
+
+
+def _target_elements(target: ast.expr) -> Iterator[ast.expr]:
+    """The targets in ``a, (b[i], *c.x)``."""
+    if isinstance(target, ast.Tuple | ast.List):
+        for element in target.elts:
+            yield from _target_elements(element)
+    elif isinstance(target, ast.Starred):
+        yield from _target_elements(target.value)
+    else:
+        yield target
+
+
+@dataclass(frozen=True)
+class _Assignment:
+    """An assignment of a name, for TP104.
+
+    Attributes:
+        end: where the statement ends (line, column): the name holds the value from there.
+        data_of: for ``c = x.data``, the name ``x`` (None otherwise).
+        computed: the value is a call (not a tensor factory such as ``torch.zeros``).
+        names: the names the value mentions.
+    """
+
+    end: tuple[int, int]
+    data_of: str | None = None
+    computed: bool = False
+    names: frozenset[str] = frozenset()
+
+
+def _last_before(assignments: list[_Assignment], position) -> _Assignment | None:
+    """The assignment in force at ``position``, if any."""
+    before = [a for a in assignments if a.end < position]
+    return max(before, key=lambda a: a.end) if before else None
+
+
+def _plain_name(node: ast.expr) -> str | None:
+    """``x`` for the name ``x``; None for anything else (``net[0].weight``)."""
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _root_name(node: ast.expr | None) -> str | None:
+    """``loss`` for ``loss``, ``out.sum()``, ``outs[0].mean()``; None if not rooted in a name."""
+    while node is not None and not isinstance(node, ast.Name):
+        if isinstance(node, ast.Call):
+            node = node.func
+        elif isinstance(node, ast.Attribute | ast.Subscript):
+            node = node.value
+        else:
+            return None
+    return None if node is None else node.id
 
 
 class _LoopChecker:
@@ -1212,9 +1664,11 @@ class _LoopChecker:
             if isinstance(node.func, ast.Name):
                 return 0
             if method == "backward":
-                return _BACKWARD
+                owner = self.imports.qualified_name(node.func.value) or ""
+                # dist_autograd.backward(context_id, ...): gradients live in the context
+                return 0 if owner.startswith(_DISTRIBUTED) else _BACKWARD
             if method == "step":
-                return _STEP
+                return _STEP if self._optimizer_step(node) else 0
             if method == "zero_grad" or (method == "zero_" and _is_grad(node.func.value)):
                 return _CLEARS
             if method in ("fill_", "mul_") and _is_grad(node.func.value) and _zero_argument(node):
@@ -1224,6 +1678,33 @@ class _LoopChecker:
             if any(isinstance(t, ast.Attribute) and t.attr == "grad" for t in targets):
                 return _CLEARS  # p.grad = None, del p.grad: gradients managed by hand
         return 0
+
+    def _optimizer_step(self, call: ast.Call) -> bool:
+        """Whether ``x.step(...)`` has the shape of an optimizer's step (see TP103 above).
+
+        ``optimizer.step()`` takes nothing but a closure, so a step with another argument is
+        not one (``env.step(action)``, Gluon's ``trainer.step(batch_size)``, the distributed
+        optimizer's ``opt.step(context_id)``), except on a receiver named like a gradient
+        scaler or with an argument named like an optimizer (``scaler.step(optimizer)``).
+        """
+        if _identifier(call.func.value) and "scaler" in _identifier(call.func.value).lower():
+            return True
+        if any(k.arg not in ("closure",) for k in call.keywords) or len(call.args) > 1:
+            return False
+        if not call.args:
+            return True
+        argument = call.args[0]
+        if isinstance(argument, ast.Lambda):
+            return True
+        name = _identifier(argument)
+        lower = name.lower()
+        return (
+            "closure" in lower
+            or "optim" in lower
+            or lower in ("opt", "optim")
+            or lower.startswith("opt_")
+            or name in self.functions
+        )
 
     def _direct(self, body: list[ast.AST], receiver) -> tuple[int, list[ast.AST]]:
         """Facts of a function body without its callees, and the callees."""
@@ -1324,6 +1805,13 @@ def _method_receiver(cls: ast.ClassDef, method: ast.AST) -> tuple[ast.ClassDef, 
     if not positional or "staticmethod" in decorators:
         return None
     return cls, positional[0].arg
+
+
+def _identifier(node: ast.expr) -> str:
+    """The last name of ``a.b.c`` or ``c``; ``""`` for anything else."""
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else ""
 
 
 def _zero_argument(call: ast.Call) -> bool:

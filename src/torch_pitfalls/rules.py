@@ -287,12 +287,14 @@ RULES: tuple[Rule, ...] = (
         "TP104",
         "lint",
         "data-vs-detach",
-        "edit through .data",
-        "经由 .data 修改张量",
-        "an in-place edit through .data is invisible to autograd: edit the tensor itself under "
-        "torch.no_grad(), where autograd sees it, or edit a copy made with detach().clone()",
-        "经由 .data 的原地修改对自动求导不可见：应在 torch.no_grad() 下直接修改张量本身"
-        "（自动求导能察觉），或修改 detach().clone() 得到的副本",
+        "edit through .data before the backward",
+        "在反向传播之前经由 .data 修改张量",
+        "an in-place edit through .data between a forward and its backward is invisible to "
+        "autograd, so the gradient is computed from the changed values: edit a copy made with "
+        "detach().clone(), or edit the tensor itself under torch.no_grad() once the backward "
+        "has run",
+        "在前向与其反向传播之间经由 .data 的原地修改对自动求导不可见，梯度会按修改后的值计算："
+        "应修改 detach().clone() 得到的副本，或在反向传播之后于 torch.no_grad() 下直接修改张量本身",
         default=False,
     ),
 )

@@ -34,3 +34,11 @@ class Net(nn.Module):
 
 def functional_model(x, w):
     return F.dropout(x @ w, 0.5)  # noqa: TP101  # expect: TP102
+
+
+class LightningLike(nn.Module):
+    def forward(self, x):
+        return F.dropout(x, 0.1)  # expect: TP102
+
+    def validation_step(self, batch, batch_idx):
+        return F.dropout(batch[0], 0.1)  # expect: TP102
