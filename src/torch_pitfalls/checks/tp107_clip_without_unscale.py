@@ -3,14 +3,15 @@
 Reported (at the clipping call): in one function (or at module level), a call of
 ``torch.nn.utils.clip_grad_norm_`` or ``clip_grad_value_`` (through any import alias; the
 deprecated ``clip_grad_norm`` too) that comes, in source order, after a call
-``<scaler>.scale(<loss>).backward(...)``, when that function calls ``.unscale_(...)`` nowhere.
+``<scaler>.scale(<loss>).backward(...)`` that is not in the other arm of the same ``if`` /
+``else``, when that function calls ``.unscale_(...)`` nowhere.
 
-Not reported: a function that calls ``unscale_`` anywhere, under an ``if`` too (the checker does
-not follow which branch runs); clipping through a method of another object
-(``accelerator.clip_grad_norm_``, FSDP's ``model.clip_grad_norm_``, which unscale or shard
-themselves); a scaled ``backward()`` written in two statements (``scaled = scaler.scale(loss)``,
-then ``scaled.backward()``); a ``GradScaler(enabled=False)``, which the checker cannot tell from an
-enabled one (clipping is then correct, but fragile).
+Not reported: a module that does not import torch; a function that calls ``unscale_`` anywhere,
+under an ``if`` too (the checker does not follow which branch runs); clipping through a method of
+another object (``accelerator.clip_grad_norm_``, FSDP's ``model.clip_grad_norm_``, which unscale
+or shard themselves); a scaled ``backward()`` written in two statements
+(``scaled = scaler.scale(loss)``, then ``scaled.backward()``); a ``GradScaler(enabled=False)``,
+which the checker cannot tell from an enabled one (clipping is then correct, but fragile).
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ _CLIP = frozenset(
 
 def check(context: Context) -> Iterator[tuple[int, int]]:
     """Where scaled gradients are clipped without ``unscale_`` in the same function."""
-    if not {"scale", "backward"} <= context.attributes:
+    if not {"scale", "backward"} <= context.attributes or not context.imports.imports_torch():
         return
     for scope in scopes(context.tree):
         backwards: list[tuple[ast.Call, tuple]] = []

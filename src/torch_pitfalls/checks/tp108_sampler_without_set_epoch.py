@@ -37,12 +37,11 @@ RULE = Rule(
         "zh_CN": "DistributedSampler 未调用 set_epoch",
     },
     {
-        "en": "a shuffling DistributedSampler gives the same order in every epoch unless "
-        "sampler.set_epoch(epoch) is called at the start of each epoch, and this module never "
-        "calls set_epoch: call it in the epoch loop",
-        "zh_CN": "会打乱顺序的 DistributedSampler 只有在每个 epoch 开始时调用 "
-        "sampler.set_epoch(epoch) 才会换一种顺序，而这个模块从不调用 set_epoch："
-        "应在 epoch 循环中调用它",
+        "en": "a shuffling DistributedSampler repeats the same order in every epoch unless "
+        "set_epoch is called, and this function's epoch loop never calls it: call "
+        "sampler.set_epoch(epoch) at the start of each epoch",
+        "zh_CN": "会打乱顺序的 DistributedSampler 若不调用 set_epoch，每个 epoch 的顺序都相同，"
+        "而这个函数的 epoch 循环从不调用它：应在每个 epoch 开始时调用 sampler.set_epoch(epoch)",
     },
 )
 TOPIC = "distributed"

@@ -7,7 +7,8 @@ assigned (in source order), or read once inside a loop that the assignment is no
 pass finds the generator empty). Two reads in the two branches of one ``if`` / ``else`` count as
 one.
 
-Not reported: ``list(model.parameters())`` or any other container (that is the fix); reads after
+Not reported: a module that does not import torch (another framework's ``parameters()`` may return
+a dict); ``list(model.parameters())`` or any other container (that is the fix); reads after
 the variable is assigned again (``params = list(params)``, whose own read is the first use);
 reads in a function defined inside the scope (a closure may run once); a generator passed to a
 function that iterates it twice (the checker does not follow other functions: the page shows that
@@ -45,7 +46,7 @@ _METHODS = ("parameters", "named_parameters")
 
 def check(context: Context) -> Iterator[tuple[int, int]]:
     """Where a stored parameter generator is read a second time."""
-    if not set(_METHODS) & context.attributes:
+    if not set(_METHODS) & context.attributes or not context.imports.imports_torch():
         return
     for scope in scopes(context.tree):
         yield from _check_scope(scope)
