@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from torch_pitfalls.checks._ast import statements
+
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -13,7 +15,7 @@ LOOPS = (ast.For, ast.AsyncFor, ast.While)
 def scopes(tree: ast.Module) -> Iterator[ast.AST]:
     """The module and every function in it (methods and nested functions included)."""
     yield tree
-    for node in ast.walk(tree):
+    for node in statements(tree):
         if isinstance(node, FUNCTIONS):
             yield node
 

@@ -33,6 +33,7 @@ import ast
 from collections.abc import Iterator
 
 from torch_pitfalls.checks import Context
+from torch_pitfalls.checks._ast import statements
 from torch_pitfalls.checks._scopes import FUNCTIONS, last_name, method_call
 from torch_pitfalls.rules import Rule
 
@@ -63,7 +64,7 @@ def check(context: Context) -> Iterator[tuple[int, int]]:
     """Where a class of ``nn.Module`` keeps layers in a plain list or dict attribute."""
     if not context.imports.imports_torch():
         return
-    classes = [n for n in ast.walk(context.tree) if isinstance(n, ast.ClassDef)]
+    classes = [n for n in statements(context.tree) if isinstance(n, ast.ClassDef)]
     modules: set[str] = set()
     changed = True
     while changed:  # classes of this module that derive from a module class, at any depth
@@ -142,9 +143,8 @@ def _check_class(context: Context, cls: ast.ClassDef, modules: set[str]) -> Iter
     stores: dict[str, list[ast.expr]] = {}  # attribute -> values assigned to self.<attribute>
     candidates: list[tuple[str, ast.AST]] = []  # (attribute, node to report)
     filled: list[tuple[str, ast.AST]] = []  # (attribute, append / item assignment of a layer)
-    registered: set[str] = set()
-    for method in methods:
-        for node in ast.walk(method):
+    for method in methods:  # statements only: cheap, and enough to find the candidates
+        for node in statements(method):
             if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for target in targets:
@@ -157,26 +157,32 @@ def _check_class(context: Context, cls: ast.ClassDef, modules: set[str]) -> Iter
                         name = _self_attribute(target.value, selves)
                         if name is not None and _is_layer(context, node.value, modules):
                             filled.append((name, node))
-            elif isinstance(node, ast.Call):
-                callee = last_name(node.func)
-                if callee in _REGISTERING:
-                    registered.add("*")
-                if callee in _REGISTERING or _is_torch_class(context, node.func):
-                    for argument in [*node.args, *(k.value for k in node.keywords)]:
-                        if isinstance(argument, ast.Starred):
-                            argument = argument.value
-                        name = _self_attribute(argument, selves)
-                        if name is not None:
-                            registered.add(name)
+            elif isinstance(node, ast.Expr):
+                call = node.value
                 for method_name, position in (("append", 0), ("insert", 1)):
                     if (
-                        method_call(node, method_name)
-                        and len(node.args) == position + 1
-                        and _is_layer(context, node.args[position], modules)
+                        method_call(call, method_name)
+                        and len(call.args) == position + 1
+                        and _is_layer(context, call.args[position], modules)
                     ):
-                        name = _self_attribute(node.func.value, selves)
+                        name = _self_attribute(call.func.value, selves)
                         if name is not None:
-                            filled.append((name, node))
+                            filled.append((name, call))
+    if not candidates and not filled:
+        return
+    registered: set[str] = set()
+    for method in methods:
+        for node in ast.walk(method):
+            if isinstance(node, ast.Call):
+                if last_name(node.func) in _REGISTERING:
+                    registered.add("*")
+                passed = [
+                    _self_attribute(a.value if isinstance(a, ast.Starred) else a, selves)
+                    for a in [*node.args, *(k.value for k in node.keywords)]
+                ]
+                passed = [name for name in passed if name is not None]
+                if passed and _is_torch_class(context, node.func):
+                    registered.update(passed)
     if "*" in registered:
         return
     found = set()

@@ -55,7 +55,10 @@ def check(context: Context) -> Iterator[tuple[int, int]]:
         return
     schedulers, optimizers, others = _assigned_from(context)
     for loop in ast.walk(context.tree):
-        if not isinstance(loop, LOOPS):
+        if not isinstance(loop, LOOPS) or not any(
+            isinstance(statement, ast.Expr) and method_call(statement.value, "step")
+            for statement in loop.body
+        ):
             continue
         stepped = False
         pending: list[ast.Call] = []

@@ -53,6 +53,8 @@ def check(context: Context) -> Iterator[tuple[int, int]]:
     """Where scaled gradients are clipped without ``unscale_`` in the same function."""
     if not {"scale", "backward"} <= context.attributes or not context.imports.imports_torch():
         return
+    if not any(_scaled_backward(node) for node in ast.walk(context.tree)):
+        return  # the common case, and a cheap one: no scaled backward at all
     for scope in scopes(context.tree):
         backwards: list[tuple[ast.Call, tuple]] = []
         found: list[ast.Call] = []
@@ -62,7 +64,7 @@ def check(context: Context) -> Iterator[tuple[int, int]]:
             if method_call(node, "unscale_"):
                 found = []
                 break
-            if method_call(node, "backward") and method_call(node.func.value, "scale"):
+            if _scaled_backward(node):
                 backwards.append((node, path))
             elif context.imports.qualified_name(node.func) in _CLIP and any(
                 not exclusive(path, where) for _, where in backwards
@@ -70,3 +72,8 @@ def check(context: Context) -> Iterator[tuple[int, int]]:
                 found.append(node)
         for clip in found:
             yield clip.lineno, clip.col_offset
+
+
+def _scaled_backward(node: ast.AST) -> bool:
+    """Whether ``node`` is a call ``<scaler>.scale(<loss>).backward(...)``."""
+    return method_call(node, "backward") and method_call(node.func.value, "scale")

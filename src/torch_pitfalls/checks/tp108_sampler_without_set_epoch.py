@@ -59,7 +59,10 @@ _HARMLESS = frozenset({"len", "iter", "enumerate", "next", "zip", "print", "tqdm
 def check(context: Context) -> Iterator[tuple[int, int]]:
     """Where a shuffling ``DistributedSampler`` is built next to an epoch loop without
     ``set_epoch``."""
-    if not context.imports.imports_torch():
+    if not context.imports.imports_torch() or not (
+        "DistributedSampler" in context.attributes
+        or any(name.endswith(".DistributedSampler") for name in context.imports.names.values())
+    ):
         return
     module_sets_epoch = "set_epoch" in context.attributes
     for scope in scopes(context.tree):

@@ -21,6 +21,7 @@ import ast
 from collections.abc import Iterator
 
 from torch_pitfalls.checks import Context
+from torch_pitfalls.checks._ast import statements
 from torch_pitfalls.checks._scopes import exclusive, method_call, scopes, walk_with_paths
 from torch_pitfalls.rules import Rule
 
@@ -49,7 +50,10 @@ def check(context: Context) -> Iterator[tuple[int, int]]:
     if not set(_METHODS) & context.attributes or not context.imports.imports_torch():
         return
     for scope in scopes(context.tree):
-        yield from _check_scope(scope)
+        if any(  # the common case, and a cheap test: no generator kept in a variable here
+            isinstance(node, ast.Assign) and _is_generator(node.value) for node in statements(scope)
+        ):
+            yield from _check_scope(scope)
 
 
 def _is_generator(value: ast.expr) -> bool:
