@@ -245,8 +245,9 @@ RULES: tuple[Rule, ...] = (
         default=False,
     ),
 )
-"""Every rule, in id order: the runtime ones above and the static ones of the modules of
-:mod:`torch_pitfalls.checks` (each module is the home of one static rule)."""
+"""Every rule, in id order.
+The runtime rules are written above; each static rule comes from its own module of the package
+``torch_pitfalls.checks``, its one home."""
 
 from torch_pitfalls import checks as _checks  # noqa: E402 (the modules import Rule from here)
 
