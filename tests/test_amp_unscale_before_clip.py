@@ -55,3 +55,9 @@ def test_clipping_before_unscale_clips_even_small_gradients(device):
     assert true < 1e3
     torch.testing.assert_close(clipped_norm(unscale_first=True), true)
     assert clipped_norm(unscale_first=False) < 0.1 * true
+
+
+def test_static_checker_flags_the_wrong_code_and_not_its_fix():
+    static = run_example("amp-unscale-before-clip", "cpu")["static"]
+    assert [finding.rule for finding in static["clip_scaled"]] == ["TP107"]
+    assert static["clip_unscaled"] == []

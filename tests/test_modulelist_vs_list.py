@@ -23,3 +23,9 @@ def test_modulelist_vs_list(device):
     assert 'missing the required "forward" function' in run.stdout
     assert run["counts"] == {"plain dict and list": 0, "ModuleDict and ParameterList": 6}
     assert run["reported"] == {"list": 5, "ModuleList": run["expected"]} and run["expected"] == 65
+
+
+def test_static_checker_flags_the_wrong_code_and_not_its_fix():
+    static = run_example("modulelist-vs-list", "cpu")["static"]
+    assert [finding.rule for finding in static["wrong"]] == ["TP105"]
+    assert static["fixed"] == []

@@ -45,3 +45,9 @@ def test_clip_grad_norm_warns_on_an_empty_generator_and_clips_nothing():
     assert total.item() == 0
     assert any("empty generator" in str(w.message) for w in caught)
     assert torch.equal(model.weight.grad, before)
+
+
+def test_static_checker_flags_the_wrong_code_and_not_its_fix():
+    static = run_example("params-generator-exhausted", "cpu")["static"]
+    assert [finding.rule for finding in static["wrong"]] == ["TP109"]
+    assert static["fixed"] == []

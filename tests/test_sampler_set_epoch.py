@@ -58,3 +58,9 @@ def test_without_set_epoch_the_sampler_repeats_and_a_new_seed_changes_the_order(
     unshuffled = DistributedSampler(range(8), num_replicas=2, rank=1, shuffle=False)
     unshuffled.set_epoch(3)
     assert list(unshuffled) == [1, 3, 5, 7]
+
+
+def test_static_checker_flags_the_wrong_code_and_not_its_fix():
+    static = run_example("sampler-set-epoch", "cpu")["static"]
+    assert [finding.rule for finding in static["orders_without_set_epoch"]] == ["TP108"]
+    assert static["orders_with_set_epoch"] == []

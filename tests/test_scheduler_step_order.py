@@ -48,3 +48,9 @@ def test_the_constructor_applies_the_first_value():
     scheduler = LinearLR(optimizer, start_factor=0.25, total_iters=3)
     assert scheduler.last_epoch == 0
     assert optimizer.param_groups[0]["lr"] == pytest.approx(0.025)
+
+
+def test_static_checker_flags_the_wrong_code_and_not_its_fix():
+    static = run_example("scheduler-step-order", "cpu")["static"]
+    assert [finding.rule for finding in static["wrong"]] == ["TP106"]
+    assert static["fixed"] == []

@@ -209,7 +209,55 @@ assert scaler.get_scale() == scale_before / 2
 # in the issue, a reply argued that the scaler's own overflow check made clipping unnecessary.
 # The same bug and the same fix appear in many training scripts: a clipping threshold that only
 # "works" when set tens of thousands of times higher than usual is its sign.
+
+# %%
+# Detectors
+# ---------
 #
+# The static checker's rule ``TP107`` (see :doc:`/detectors`) finds this pitfall in your own code:
+# ``clip_grad_norm_`` or ``clip_grad_value_`` called after ``scaler.scale(loss).backward()`` in a
+# function that never calls ``unscale_``.
+# It reads one function at a time and does not follow an ``if``: ``training_step`` above, which
+# calls ``unscale_`` under an ``if``, is not flagged.
+# The two orders as functions of their own, run once each, then checked:
+
+import inspect
+
+from torch_pitfalls.lint import check_source
+
+
+def clip_scaled(net):
+    optimizer = torch.optim.SGD(net.parameters(), lr=1.0)
+    scaler = torch.amp.GradScaler(device.type)
+    scaler.scale(nn.functional.mse_loss(net(x), y)).backward()
+    seen = nn.utils.clip_grad_norm_(net.parameters(), max_norm).item()
+    scaler.step(optimizer)
+    scaler.update()
+    return seen
+
+
+def clip_unscaled(net):
+    optimizer = torch.optim.SGD(net.parameters(), lr=1.0)
+    scaler = torch.amp.GradScaler(device.type)
+    scaler.scale(nn.functional.mse_loss(net(x), y)).backward()
+    scaler.unscale_(optimizer)
+    seen = nn.utils.clip_grad_norm_(net.parameters(), max_norm).item()
+    scaler.step(optimizer)
+    scaler.update()
+    return seen
+
+
+static = {}
+for function in (clip_scaled, clip_unscaled):
+    seen = function(copy.deepcopy(model))
+    code = "import torch\nfrom torch import nn\n\n" + inspect.getsource(function)
+    static[function.__name__] = check_source(code, path="train.py", language="en")
+    print(f"{function.__name__}: norm seen {seen:.3f}, findings:")
+    for finding in static[function.__name__]:
+        print(f"  {finding}")
+assert [f.rule for f in static["clip_scaled"]] == ["TP107"] and static["clip_unscaled"] == []
+
+# %%
 # Takeaway
 # --------
 #

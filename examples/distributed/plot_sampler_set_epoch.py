@@ -169,7 +169,63 @@ assert resumed[0] == fixed[2]
 # own training scripts, such as the Hugging Face examples
 # (`huggingface/transformers issue #3721 <https://github.com/huggingface/transformers/issues/3721>`_),
 # link to it.
+
+# %%
+# Detectors
+# ---------
 #
+# The static checker's rule ``TP108`` (see :doc:`/detectors`) finds this pitfall in your own code:
+# a shuffling ``DistributedSampler`` built in a function whose epoch loop (a ``for`` loop over
+# something named ``epoch``) never calls ``set_epoch``.
+# It stays silent when the loader or the sampler goes to another function, such as
+# ``train(loader, epoch)``, which may call ``set_epoch`` itself, and for samplers of evaluation
+# data (``val``, ``test``, ``eval`` in the names) or with ``shuffle=False``.
+# The loop of a two-process job, as seen by rank 0, without and with ``set_epoch``:
+
+import inspect
+
+from torch_pitfalls.lint import check_source
+
+
+def orders_without_set_epoch(epochs):
+    sampler = DistributedSampler(dataset, num_replicas=2, rank=0, seed=0)
+    loader = DataLoader(dataset, batch_size=4, sampler=sampler)
+    orders = []
+    for _epoch in range(epochs):
+        orders.append([batch.tolist() for batch in loader])
+    return orders
+
+
+def orders_with_set_epoch(epochs):
+    sampler = DistributedSampler(dataset, num_replicas=2, rank=0, seed=0)
+    loader = DataLoader(dataset, batch_size=4, sampler=sampler)
+    orders = []
+    for epoch in range(epochs):
+        sampler.set_epoch(epoch)
+        orders.append([batch.tolist() for batch in loader])
+    return orders
+
+
+imports = (
+    "from torch.utils.data import DataLoader\n"
+    "from torch.utils.data.distributed import DistributedSampler\n\n"
+)
+static = {}
+for function in (orders_without_set_epoch, orders_with_set_epoch):
+    orders = function(3)
+    code = imports + inspect.getsource(function)
+    static[function.__name__] = check_source(code, path="train.py", language="en")
+    print(f"{function.__name__}: rank 0 reads {orders}")
+    for finding in static[function.__name__]:
+        print(f"  {finding}")
+    if function is orders_without_set_epoch:
+        assert orders[0] == orders[1] == orders[2]
+    else:
+        assert orders[0] != orders[1]
+wrong_ids = [f.rule for f in static["orders_without_set_epoch"]]
+assert wrong_ids == ["TP108"] and static["orders_with_set_epoch"] == []
+
+# %%
 # Takeaway
 # --------
 #

@@ -269,6 +269,44 @@ print("expected parameters:", expected, "| reported:", reported)
 assert reported == {"list": 5, "ModuleList": expected}
 
 # %%
+# Detectors
+# ---------
+#
+# The static checker's rule ``TP105`` (see :doc:`/detectors`) finds this pitfall in your own code:
+# in a class derived from :class:`~torch.nn.Module`, an attribute assigned a list, tuple or dict
+# of layers, or a list that the class fills with ``append``.
+# It leaves the list alone when the class registers it another way, such as
+# ``nn.Sequential(*self.blocks)`` or ``add_module``.
+# Run on the page's wrong constructor and on its fix, it flags the first only:
+
+from torch_pitfalls.lint import check_source
+
+wrong_code = """
+from torch import nn
+
+class ListTower(nn.Module):
+    def __init__(self, width, depth):
+        super().__init__()
+        self.blocks = [nn.Linear(width, width) for _ in range(depth)]
+"""
+fixed_code = """
+from torch import nn
+
+class ModuleListTower(nn.Module):
+    def __init__(self, width, depth):
+        super().__init__()
+        self.blocks = nn.ModuleList([nn.Linear(width, width) for _ in range(depth)])
+"""
+static = {
+    name: check_source(code, path=f"{name}.py", language="en")
+    for name, code in (("wrong", wrong_code), ("fixed", fixed_code))
+}
+for finding in static["wrong"]:
+    print(finding)
+print("findings in the fix:", static["fixed"])
+assert [f.rule for f in static["wrong"]] == ["TP105"] and static["fixed"] == []
+
+# %%
 # Takeaway
 # --------
 #

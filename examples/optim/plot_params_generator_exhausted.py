@@ -152,7 +152,43 @@ assert returned.item() > 10 and abs(after_fixed - 1.0) < 1e-3
 # ``clip_grad_norm_`` went through its argument twice, so given ``model.parameters()`` it
 # computed the norm and left the gradients unchanged
 # (`pytorch/torchtitan pull request #1258 <https://github.com/pytorch/torchtitan/pull/1258>`_).
+
+# %%
+# Detectors
+# ---------
 #
+# The static checker's rule ``TP109`` (see :doc:`/detectors`) finds this pitfall in your own code:
+# a variable assigned ``model.parameters()`` (or ``named_parameters()``, or a ``filter`` over
+# them) and read a second time, or read inside a loop, before it is assigned again.
+# It cannot see a function that goes through its argument twice, the torchtitan case above.
+# Run on the page's first wrong code and on its fix, it flags the second read only:
+
+from torch_pitfalls.lint import check_source
+
+wrong_code = """
+import torch
+
+params = model.parameters()
+optimizer = torch.optim.SGD(params, lr=0.01)
+torch.nn.utils.clip_grad_norm_(params, max_norm=1.0)
+"""
+fixed_code = """
+import torch
+
+params = list(model.parameters())
+optimizer = torch.optim.SGD(params, lr=0.01)
+torch.nn.utils.clip_grad_norm_(params, max_norm=1.0)
+"""
+static = {
+    name: check_source(code, path=f"{name}.py", language="en")
+    for name, code in (("wrong", wrong_code), ("fixed", fixed_code))
+}
+for finding in static["wrong"]:
+    print(finding)
+print("findings in the fix:", static["fixed"])
+assert [(f.line, f.rule) for f in static["wrong"]] == [(6, "TP109")] and static["fixed"] == []
+
+# %%
 # Takeaway
 # --------
 #

@@ -209,7 +209,46 @@ assert one_cycle.last_epoch == EPOCHS * BATCHES and abs(peak - 0.1) < 0.01
 # when each epoch ends, and the author agreed, adding that the effect on the results was small.
 # The effect depends on the schedule: with a warm-up of a few epochs, the skipped value is the
 # gentlest learning rate of the run.
+
+# %%
+# Detectors
+# ---------
 #
+# The static checker's rule ``TP106`` (see :doc:`/detectors`) finds this pitfall in your own code:
+# ``scheduler.step()``, without argument, in a loop body before the statement that steps the
+# optimizer, directly or through a function whose name starts with ``train``.
+# ``scheduler.step(epoch)`` and ``ReduceLROnPlateau``'s ``scheduler.step(metric)`` are left alone,
+# and so is a scheduler of another library, which may expect to be stepped first.
+# Run on the page's wrong loop and on its fix, it flags the first only:
+
+from torch_pitfalls.lint import check_source
+
+wrong_code = """
+from torch.optim.lr_scheduler import LinearLR
+
+scheduler = LinearLR(optimizer, start_factor=0.25, total_iters=3)
+for epoch in range(EPOCHS):
+    scheduler.step()
+    train_one_epoch(optimizer)
+"""
+fixed_code = """
+from torch.optim.lr_scheduler import LinearLR
+
+scheduler = LinearLR(optimizer, start_factor=0.25, total_iters=3)
+for epoch in range(EPOCHS):
+    train_one_epoch(optimizer)
+    scheduler.step()
+"""
+static = {
+    name: check_source(code, path=f"{name}.py", language="en")
+    for name, code in (("wrong", wrong_code), ("fixed", fixed_code))
+}
+for finding in static["wrong"]:
+    print(finding)
+print("findings in the fix:", static["fixed"])
+assert [f.rule for f in static["wrong"]] == ["TP106"] and static["fixed"] == []
+
+# %%
 # Takeaway
 # --------
 #

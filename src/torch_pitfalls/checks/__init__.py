@@ -24,7 +24,13 @@ from dataclasses import dataclass, field
 
 from torch_pitfalls.checks._ast import Imports
 
-MODULES: tuple[str, ...] = ()
+MODULES: tuple[str, ...] = (
+    "tp105_layers_in_plain_list",
+    "tp106_scheduler_before_optimizer",
+    "tp107_clip_without_unscale",
+    "tp108_sampler_without_set_epoch",
+    "tp109_parameters_generator_reused",
+)
 """The rule modules of this package, by name, in id order."""
 
 
