@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 
 from torch_pitfalls.checks._ast import Imports
 
+Imports.__module__ = __name__  # documented here, with the rest of the rules' interface
+
 MODULES: tuple[str, ...] = (
     "tp105_layers_in_plain_list",
     "tp106_scheduler_before_optimizer",
@@ -46,13 +48,13 @@ class Context:
             a rule can skip a module that cannot contain its pattern.
     """
 
-    tree: ast.Module
+    tree: ast.AST
     source: str
     imports: Imports
     attributes: frozenset[str] = field(default_factory=frozenset)
 
     @classmethod
-    def of(cls, tree: ast.Module, source: str = "") -> Context:
+    def of(cls, tree: ast.AST, source: str = "") -> Context:
         """The context of ``tree`` (``source`` is its text, for rules that read comments)."""
         names = frozenset(n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute))
         return cls(tree, source, Imports(tree), names)

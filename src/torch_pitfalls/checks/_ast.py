@@ -58,7 +58,7 @@ class Imports:
             for name in (*self.names.values(), *self.star_modules)
         )
 
-    def qualified_name(self, node: ast.expr) -> str | None:
+    def qualified_name(self, node: ast.AST) -> str | None:
         """``torch.nn.functional.softmax`` for ``F.softmax``; None if not rooted in an import."""
         if isinstance(node, ast.Attribute):
             base = self.qualified_name(node.value)
