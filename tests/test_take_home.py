@@ -1,0 +1,109 @@
+"""The downloads of every page, in both languages (docs/_ext/take_home.py), and the page cards.
+
+The downloads are run in a fresh environment from a served build by
+``tests/browser/test_downloads.py``; here their text is checked without a build.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+
+import pytest
+
+from .conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "docs" / "_ext"))
+import pictures  # noqa: E402
+import take_home  # noqa: E402
+
+RAW_ROLE = re.compile(r":[a-z]+:`")
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def notebook_text(book: dict, kind: str) -> str:
+    return "\n".join("".join(c["source"]) for c in book["cells"] if c["cell_type"] == kind)
+
+
+def prose(text: str) -> str:
+    """The prose of a download's text: code shown in it (fenced or indented) left out."""
+    text = re.sub(r"```python\n.*?```", "", text, flags=re.S)
+    return "\n".join(line for line in text.splitlines() if not line.startswith(("#    ", "    ")))
+
+
+@pytest.mark.parametrize("language", take_home.LANGUAGES)
+def test_every_download_starts_with_the_install_line_and_has_no_raw_role(language):
+    for path in take_home.examples():
+        script = take_home.python_script(path, language)
+        book = take_home.notebook(path, language)
+        line = take_home.install_line(path.read_text(encoding="utf-8"))
+        assert line.startswith(f"pip install {take_home.wheel_url()}")
+        assert f"#     {line}\n" in script.split('"""', 1)[0], path.name
+        first = book["cells"][0]
+        assert first["cell_type"] == "code" and "".join(first["source"]).endswith(f"%{line}")
+        comments = "\n".join(re.findall(r"^# %%\n((?:#.*\n)*)", script, flags=re.M))
+        docstring = script.split('"""')[1]
+        for text in (prose(comments), prose(docstring), prose(notebook_text(book, "markdown"))):
+            assert not RAW_ROLE.search(text), (path.name, RAW_ROLE.search(text))
+            assert "pip install -e" not in text
+        compile(script, path.name, "exec")  # still a valid script
+
+
+def test_the_chinese_downloads_carry_the_catalogs_prose():
+    path = ROOT / "examples" / "autograd" / "plot_data_vs_detach.py"
+    script = take_home.python_script(path, "zh_CN")
+    prose = notebook_text(take_home.notebook(path, "zh_CN"), "markdown")
+    assert "# `tensor.data` 与 `tensor.detach()`" in prose  # the title, from the catalog
+    assert "## 症状" in prose and "# 症状\n# ----" in script
+    # A reference to a page becomes a link to the Chinese page, under its Chinese title.
+    assert (
+        "[requires_grad 会随运算传播](https://torch-pitfalls.readthedocs.io/zh_CN/auto_examples/"
+        "autograd/plot_requires_grad_propagation.html)"
+    ) in prose
+    # A PyTorch name links to PyTorch's docs.
+    assert "[`tensor.detach()`](https://docs.pytorch.org/docs/stable/generated/" in prose
+    # Code is never translated.
+    assert 'print("c.zero_():", c.zero_())' in script
+    english = notebook_text(take_home.notebook(path, "en"), "markdown")
+    assert not CJK.search(english)
+
+
+def test_every_chinese_download_is_mostly_chinese_prose():
+    for path in take_home.examples():
+        book = take_home.notebook(path, "zh_CN")
+        cells = [c for c in book["cells"] if c["cell_type"] == "markdown"]
+        chinese = [c for c in cells if CJK.search("".join(c["source"]))]
+        assert len(chinese) == len(cells), (path.name, len(cells) - len(chinese))
+
+
+def test_the_notebooks_are_json_a_reader_can_open(tmp_path):
+    written = take_home.write_downloads("zh_CN", tmp_path)
+    notebooks = [p for p in written if p.suffix == ".ipynb"]
+    assert len(notebooks) == len(take_home.examples())
+    book = json.loads(notebooks[0].read_text(encoding="utf-8"))
+    assert book["nbformat"] == 4 and book["cells"]
+
+
+def test_a_heading_paragraph_list_and_admonition_are_rendered():
+    ctx = take_home.Context("en", {})
+    text = (
+        "Title\n=====\n\nSee :func:`torch.no_grad` and ``x``.\n\n"
+        ".. admonition:: What you will learn\n\n   * one;\n   * two.\n"
+    )
+    assert take_home.rendered(text, ctx, True, {}) == (
+        "# Title\n\nSee [`torch.no_grad()`](https://docs.pytorch.org/docs/stable/generated/"
+        "torch.no_grad.html#torch.no_grad) and `x`.\n\n"
+        "> **What you will learn**\n>\n> - one;\n> - two."
+    )
+
+
+def test_every_page_gets_a_card_of_its_own(tmp_path):
+    words = {}
+    for path in take_home.examples():
+        words[path.stem] = tuple(pictures.card_words(path))
+        assert all(not RAW_ROLE.search(w) and "`" not in w for w in words[path.stem])
+    assert words["plot_data_vs_detach"] == ("tensor.data", "tensor.detach()")
+    card = tmp_path / "card.png"
+    pictures.draw_card(ROOT / "examples" / "autograd" / "plot_data_vs_detach.py", card)
+    assert card.read_bytes().startswith(b"\x89PNG")
