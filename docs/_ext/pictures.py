@@ -164,7 +164,7 @@ TOPIC_LOOK = {
     "numerics": ("#ccb974", "∞"),
     "serialization": ("#64b5cd", "⇩"),
     "distributed": ("#2a9d8f", "⋔"),
-    "performance": ("#e76f51", "⌚"),
+    "performance": ("#e76f51", "≫"),
 }
 LITERAL = re.compile(r"``(.+?)``|:[a-z]+:`~?([^`<]+?)(?:\s*<[^>]+>)?`")
 
@@ -203,7 +203,9 @@ def draw_card(path: Path, target: Path, size=(400, 280)) -> None:
                     va="center", color="#222222")  # fmt: skip
         y -= 0.26
     target.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(target, metadata={"Software": None})
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="Glyph .* missing")
+        figure.savefig(target, metadata={"Software": None})
     plt.close(figure)
 
 
@@ -221,3 +223,38 @@ def setup(app):
     app.connect("builder-inited", _render_figures)
     app.connect("doctree-read", _localize_figures, priority=400)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
+
+
+def update_catalog(path: Path = FIGURE_CATALOG) -> list[str]:
+    """Add every text of the stored figures that ``path`` lacks (empty msgstr); returns them.
+
+    Run after an English build: ``python docs/_ext/pictures.py --update-catalog``.
+    """
+    import polib
+
+    catalog = polib.pofile(str(path)) if path.exists() else polib.POFile()
+    catalog.metadata = catalog.metadata or {
+        "Content-Type": "text/plain; charset=utf-8",
+        "Language": "zh_CN",
+    }
+    known = {entry.msgid for entry in catalog}
+    added = []
+    for stored in sorted(GALLERY.glob("*/images/*.fig.pickle")):
+        for text in figure_texts(pickle.loads(stored.read_bytes())):
+            english = text.get_text()
+            if re.search(r"[A-Za-z]", english) and english not in known:
+                occurrence = (f"{stored.parent.parent.name}/{stored.name}", "")
+                catalog.append(polib.POEntry(msgid=english, msgstr="", occurrences=[occurrence]))
+                known.add(english)
+                added.append(english)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    catalog.save(str(path))
+    return added
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:] == ["--update-catalog"]:
+        for text in update_catalog():
+            print(f"new figure text: {text!r}")
