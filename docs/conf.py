@@ -135,7 +135,7 @@ html_theme_options = {
     "footer_end": ["sphinx-version"],
     "secondary_sidebar_items": ["page-toc"],
     "navbar_end": ["language-switch", "theme-switcher", "navbar-icon-links"],
-    "article_footer_items": ["verified-with"],
+    "article_footer_items": ["repository-links", "verified-with"],
 }
 _environment = environment_report()
 html_context = {

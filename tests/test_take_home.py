@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+import urllib.parse
 
 import pytest
 
@@ -107,3 +108,45 @@ def test_every_page_gets_a_card_of_its_own(tmp_path):
     card = tmp_path / "card.png"
     pictures.draw_card(ROOT / "examples" / "autograd" / "plot_data_vs_detach.py", card)
     assert card.read_bytes().startswith(b"\x89PNG")
+
+
+def test_no_repository_links_unless_a_repository_is_configured(monkeypatch):
+    monkeypatch.delenv(take_home.REPOSITORY_ENV, raising=False)
+    page = "https://torch-pitfalls.readthedocs.io/en/index.html"
+    assert take_home.repository_links("index", "docs/index.md", "en", "Home", page) == []
+
+
+def test_repository_links_have_the_shapes_github_and_colab_expect(monkeypatch):
+    monkeypatch.setenv(take_home.REPOSITORY_ENV, "https://github.com/someone/torch-pitfalls")
+    page = (
+        "https://torch-pitfalls.readthedocs.io/zh_CN/auto_examples/autograd/plot_retain_graph.html"
+    )
+    links = dict(
+        take_home.repository_links(
+            "auto_examples/autograd/plot_retain_graph",
+            "docs/auto_examples/autograd/plot_retain_graph.rst",
+            "zh_CN",
+            "对同一计算图反向传播两次",
+            page,
+        )
+    )
+    assert links["在 Colab 中打开"] == (
+        "https://colab.research.google.com/github/someone/torch-pitfalls/blob/notebooks/"
+        "zh_CN/auto_examples/autograd/plot_retain_graph.ipynb"
+    )
+    assert links["在 GitHub 上编辑"] == (
+        "https://github.com/someone/torch-pitfalls/edit/main/examples/autograd/plot_retain_graph.py"
+    )
+    assert links["在 GitHub 上编辑译文"] == (
+        "https://github.com/someone/torch-pitfalls/edit/main/docs/locale/zh_CN/LC_MESSAGES/"
+        "auto_examples/autograd/plot_retain_graph.po"
+    )
+    report = links["报告问题"]
+    assert report.startswith("https://github.com/someone/torch-pitfalls/issues/new?title=")
+    assert "plot_retain_graph.html" in urllib.parse.unquote(report)
+    # The Colab path is where the workflow publishes the downloads (docs/_build/downloads).
+    workflow = (ROOT / ".github" / "workflows" / "docs.yml").read_text(encoding="utf-8")
+    assert f"publish_branch: {take_home.NOTEBOOKS_BRANCH}" in workflow
+    assert "publish_dir: docs/_build/downloads" in workflow
+    with pytest.raises(ValueError, match="OWNER/NAME"):
+        take_home.repository("https://gitlab.com/someone/torch-pitfalls")

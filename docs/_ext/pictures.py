@@ -32,6 +32,9 @@ FIGURES = DOCS / "_build" / "figures"
 FIGURE_CATALOG = DOCS / "locale" / "zh_CN" / "figures.po"
 #: Latin text first (its glyphs and metrics stay those of the English figures), CJK after it.
 CJK_FAMILY = ["DejaVu Sans", "Noto Sans CJK SC"]
+#: Chinese characters need more pixels than Latin letters to stay legible once a figure is shrunk
+#: to a phone's width (390 px): the Chinese figures' titles, labels and legends are this much larger.
+CJK_SCALE = 1.2
 
 
 # -- Figures ---------------------------------------------------------------------------------------
@@ -60,6 +63,30 @@ def figure_texts(figure) -> list:
     from matplotlib.text import Text
 
     return [t for t in figure.findobj(Text) if t.get_text().strip()]
+
+
+def translate_tick_labels(figure, translate) -> None:
+    """Tick labels that are words (categories, fixed labels) are written at drawing time by the
+    axis' formatter: wrap those formatters so that they write the translation."""
+    from matplotlib.category import StrCategoryFormatter
+    from matplotlib.ticker import FixedFormatter, FuncFormatter
+
+    for ax in figure.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            old = axis.get_major_formatter()
+            if isinstance(old, StrCategoryFormatter | FixedFormatter):
+                axis.set_major_formatter(FuncFormatter(lambda v, pos, f=old: translate(f(v, pos))))
+        ax.tick_params(labelfontfamily=CJK_FAMILY)
+
+
+def all_texts(figure) -> list[str]:
+    """Every text a reader sees on the drawn figure, tick labels included."""
+    figure.draw_without_rendering()
+    texts = [t.get_text() for t in figure_texts(figure)]
+    for ax in figure.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            texts += [label.get_text() for label in axis.get_ticklabels()]
+    return list(dict.fromkeys(t for t in texts if t.strip()))
 
 
 def figure_catalog(path: Path = FIGURE_CATALOG) -> dict[str, str]:
@@ -96,15 +123,20 @@ def render_figures(language: str, table: dict[str, str]) -> dict[str, str]:
     with matplotlib.rc_context({"font.family": CJK_FAMILY}):
         for stored in sorted(GALLERY.glob("*/images/*.fig.pickle")):
             figure = pickle.loads(stored.read_bytes())
-            for text in figure_texts(figure):
-                english = text.get_text()
+
+            def translate(english: str, where: str = stored.name) -> str:
                 if not re.search(r"[A-Za-z]", english):
-                    continue  # numbers and symbols read the same in every language
+                    return english  # numbers and symbols read the same in every language
                 if english not in table:
-                    missing.append(f"{stored.name}: {english!r}")
-                    continue
-                text.set_text(table[english])
+                    missing.append(f"{where}: {english!r}")
+                    return english
+                return table[english]
+
+            for text in figure_texts(figure):
+                text.set_text(translate(text.get_text()))
                 text.set_fontfamily(CJK_FAMILY)
+                text.set_fontsize(text.get_fontsize() * CJK_SCALE)
+            translate_tick_labels(figure, translate)
             titles = [ax.get_title() for ax in figure.axes if ax.get_title()]
             name = stored.name.removesuffix(".fig.pickle") + ".png"
             target = FIGURES / language / stored.parent.parent.name / name
@@ -240,8 +272,7 @@ def update_catalog(path: Path = FIGURE_CATALOG) -> list[str]:
     known = {entry.msgid for entry in catalog}
     added = []
     for stored in sorted(GALLERY.glob("*/images/*.fig.pickle")):
-        for text in figure_texts(pickle.loads(stored.read_bytes())):
-            english = text.get_text()
+        for english in all_texts(pickle.loads(stored.read_bytes())):
             if re.search(r"[A-Za-z]", english) and english not in known:
                 occurrence = (f"{stored.parent.parent.name}/{stored.name}", "")
                 catalog.append(polib.POEntry(msgid=english, msgstr="", occurrences=[occurrence]))
