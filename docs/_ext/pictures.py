@@ -33,7 +33,8 @@ FIGURE_CATALOG = DOCS / "locale" / "zh_CN" / "figures.po"
 #: Latin text first (its glyphs and metrics stay those of the English figures), CJK after it.
 CJK_FAMILY = ["DejaVu Sans", "Noto Sans CJK SC"]
 #: Chinese characters need more pixels than Latin letters to stay legible once a figure is shrunk
-#: to a phone's width (390 px): the Chinese figures' titles, labels and legends are this much larger.
+#: to a phone's width (390 px): the Chinese figures' titles, labels and legends are 1.2 times
+#: larger.
 CJK_SCALE = 1.2
 
 
