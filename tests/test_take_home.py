@@ -150,3 +150,24 @@ def test_repository_links_have_the_shapes_github_and_colab_expect(monkeypatch):
     assert "publish_dir: docs/_build/downloads" in workflow
     with pytest.raises(ValueError, match="OWNER/NAME"):
         take_home.repository("https://gitlab.com/someone/torch-pitfalls")
+
+
+def test_the_figure_catalog_is_complete_simplified_and_well_typeset():
+    """docs/locale/zh_CN/figures.po: the checks of the pages' catalogs (tests/test_translations)."""
+    import autocorrect_py
+    import opencc
+    import polib
+
+    from .test_translations import prose as visible
+
+    catalog = polib.pofile(str(pictures.FIGURE_CATALOG))
+    assert catalog.percent_translated() == 100 and not catalog.fuzzy_entries()
+    to_simplified = opencc.OpenCC("t2s")
+    problems = []
+    for entry in catalog:
+        for line in entry.msgstr.splitlines():
+            if to_simplified.convert(line) != line:
+                problems.append(f"Traditional characters in {line!r}")
+            if autocorrect_py.format(visible(line)) != visible(line):
+                problems.append(f"{line!r} should read {autocorrect_py.format(visible(line))!r}")
+    assert not problems, "\n".join(problems)
