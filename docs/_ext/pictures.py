@@ -148,9 +148,22 @@ def render_figures(language: str, table: dict[str, str]) -> dict[str, str]:
             plt.close(figure)
             suptitle = figure._suptitle.get_text() if figure._suptitle else ""
             alts[name] = suptitle or " · ".join(titles)
+            _thumbnail(target)
     if missing:
         raise KeyError(f"figure texts without a translation in {FIGURE_CATALOG}: {missing}")
     return alts
+
+
+def _thumbnail(figure: Path) -> None:
+    """The card of a page whose first figure is ``figure`` (a translated one), as sphinx-gallery
+    makes it from the English figure."""
+    from sphinx_gallery.gen_rst import scale_image
+
+    stem = figure.name.removeprefix("sphx_glr_").removesuffix(".png")
+    if stem.endswith("_001"):
+        thumb = figure.parent / "thumb" / f"sphx_glr_{stem.removesuffix('_001')}_thumb.png"
+        thumb.parent.mkdir(parents=True, exist_ok=True)
+        scale_image(str(figure), str(thumb), 400, 280)
 
 
 def _render_figures(app) -> None:
@@ -165,12 +178,18 @@ def _render_figures(app) -> None:
 def _localize_figures(app, doctree) -> None:
     """On a translated page, show the translated figures (image and alt text)."""
     import take_home
+    from docutils import nodes
     from sphinx_gallery.directives import imgsgnode
 
     language = take_home.language_of(app.config)
     if language == "en":
         return
     alts = getattr(app.env, "pitfalls_figure_alts", None) or {}
+    for node in doctree.findall(nodes.image):  # the gallery's cards
+        uri = node.get("uri", "")
+        localized = FIGURES / language / Path(uri).parents[2].name / "thumb" / Path(uri).name
+        if "/images/thumb/" in uri and localized.exists():
+            node["uri"] = "/" + localized.relative_to(DOCS).as_posix()
     for node in doctree.findall(imgsgnode):
         name = Path(node["uri"]).name
         localized = FIGURES / language / Path(node["uri"]).parent.parent.name / name
