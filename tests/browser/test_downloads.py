@@ -29,10 +29,16 @@ DOWNLOADS = [
     ("en", "autograd/plot_data_vs_detach", "ipynb"),
     ("zh_CN", "autograd/plot_backward_step_zero_grad", "ipynb"),
     ("zh_CN", "autograd/plot_retain_graph", "ipynb"),
-    ("en", "losses/plot_softmax_dim", "py"),
+    ("en", "tensors/plot_softmax_dim", "py"),
     ("zh_CN", "modules/plot_train_eval_mode", "py"),
 ]
 TORCH = os.environ.get("TORCH_PITFALLS_FRESH_TORCH", "torch==2.13.0")
+#: The reader's environment: nothing of this one's (its PYTHONPATH would show pip this checkout).
+READER_ENV = {
+    key: value
+    for key, value in os.environ.items()
+    if key not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP")
+}
 PUBLISHED = re.compile(r"pip install (https?://\S+?)/wheels/(\S+\.whl)(.*)$", re.M)
 
 
@@ -49,9 +55,9 @@ def download_href(site_url: str, language: str, page: str, kind: str) -> str:
 @pytest.fixture(scope="module")
 def fresh_python(tmp_path_factory):
     venv = tmp_path_factory.mktemp("reader") / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, env=READER_ENV)
     python = venv / "bin" / "python"
-    subprocess.run([python, "-m", "pip", "install", "--quiet", TORCH], check=True)
+    subprocess.run([python, "-m", "pip", "install", "--quiet", TORCH], check=True, env=READER_ENV)
     return python
 
 
@@ -77,10 +83,15 @@ def test_downloads_run_in_a_fresh_environment(site_url, fresh_python, tmp_path):
             subprocess.run(
                 [fresh_python, "-m", "pip", "install", "--quiet", "--no-index", local],
                 check=True,
+                env=READER_ENV,
             )
             installed.add(wheel)
         if extra:
-            subprocess.run([fresh_python, "-m", "pip", "install", "--quiet", *extra], check=True)
+            subprocess.run(
+                [fresh_python, "-m", "pip", "install", "--quiet", *extra],
+                check=True,
+                env=READER_ENV,
+            )
         if language == "zh_CN":
             assert re.search(r"[\u4e00-\u9fff]", text), f"{page}.{kind} has no Chinese"
         path = tmp_path / f"{language}-{Path(page).name}.py"
@@ -90,7 +101,7 @@ def test_downloads_run_in_a_fresh_environment(site_url, fresh_python, tmp_path):
             capture_output=True,
             text=True,
             cwd=tmp_path,
-            env={"PATH": os.environ["PATH"], "MPLBACKEND": "Agg", "HOME": str(tmp_path)},
+            env={**READER_ENV, "MPLBACKEND": "Agg", "HOME": str(tmp_path)},
             timeout=120,
         )
         assert run.returncode == 0, f"{language} {page}.{kind}:\n{run.stdout}\n{run.stderr}"
