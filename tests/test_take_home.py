@@ -171,3 +171,29 @@ def test_the_figure_catalog_is_complete_simplified_and_well_typeset():
             if autocorrect_py.format(visible(line)) != visible(line):
                 problems.append(f"{line!r} should read {autocorrect_py.format(visible(line))!r}")
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("configured", [True, False])
+def test_the_footer_shows_the_repository_links_only_when_configured(monkeypatch, configured):
+    import jinja2
+
+    if configured:
+        monkeypatch.setenv(take_home.REPOSITORY_ENV, "https://github.com/someone/torch-pitfalls")
+    else:
+        monkeypatch.delenv(take_home.REPOSITORY_ENV, raising=False)
+    links = take_home.repository_links(
+        "auto_examples/autograd/plot_retain_graph",
+        "docs/auto_examples/autograd/plot_retain_graph.rst",
+        "en",
+        "Backward twice through one graph",
+        "https://torch-pitfalls.readthedocs.io/en/auto_examples/autograd/plot_retain_graph.html",
+    )
+    template = (ROOT / "docs" / "_templates" / "repository-links.html").read_text()
+    html = jinja2.Environment(autoescape=True).from_string(template)
+    rendered = html.render(pitfalls_repository_links=links)
+    if configured:
+        assert rendered.count("<a ") == 3  # Colab, edit, report
+        assert 'href="https://colab.research.google.com/github/someone/torch-pitfalls/' in rendered
+        assert ">Report a problem</a>" in rendered
+    else:
+        assert "<a " not in rendered and not rendered.strip()
