@@ -141,10 +141,7 @@ def render_figures(language: str, table: dict[str, str]) -> dict[str, str]:
             titles = [ax.get_title() for ax in figure.axes if ax.get_title()]
             name = stored.name.removesuffix(".fig.pickle") + ".png"
             target = FIGURES / language / stored.parent.parent.name / name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with warnings.catch_warnings():
-                warnings.filterwarnings("error", message="Glyph .* missing")
-                figure.savefig(target, metadata={"Software": None})
+            save(figure, target)
             plt.close(figure)
             suptitle = figure._suptitle.get_text() if figure._suptitle else ""
             alts[name] = suptitle or " · ".join(titles)
@@ -157,13 +154,18 @@ def render_figures(language: str, table: dict[str, str]) -> dict[str, str]:
 def _thumbnail(figure: Path) -> None:
     """The card of a page whose first figure is ``figure`` (a translated one), as sphinx-gallery
     makes it from the English figure."""
+    import tempfile
+
+    import take_home
     from sphinx_gallery.gen_rst import scale_image
 
     stem = figure.name.removeprefix("sphx_glr_").removesuffix(".png")
     if stem.endswith("_001"):
         thumb = figure.parent / "thumb" / f"sphx_glr_{stem.removesuffix('_001')}_thumb.png"
-        thumb.parent.mkdir(parents=True, exist_ok=True)
-        scale_image(str(figure), str(thumb), 400, 280)
+        with tempfile.TemporaryDirectory() as scratch:
+            scaled = Path(scratch) / thumb.name
+            scale_image(str(figure), str(scaled), 400, 280)
+            take_home.write_if_changed(thumb, scaled.read_bytes())
 
 
 def _render_figures(app) -> None:
@@ -254,11 +256,22 @@ def draw_card(path: Path, target: Path, size=(400, 280)) -> None:
         figure.text(0.64, y, word, family="DejaVu Sans Mono", fontsize=size_pt, ha="center",
                     va="center", color="#222222")  # fmt: skip
         y -= 0.26
-    target.parent.mkdir(parents=True, exist_ok=True)
+    save(figure, target)
+    plt.close(figure)
+
+
+def save(figure, target: Path) -> None:
+    """Save a figure as PNG; a glyph missing from the fonts is an error; the file is rewritten
+    only when its bytes change (``nox -s serve`` watches the source folder)."""
+    import io
+
+    import take_home
+
+    data = io.BytesIO()
     with warnings.catch_warnings():
         warnings.filterwarnings("error", message="Glyph .* missing")
-        figure.savefig(target, metadata={"Software": None})
-    plt.close(figure)
+        figure.savefig(data, format="png", metadata={"Software": None})
+    take_home.write_if_changed(target, data.getvalue())
 
 
 def _draw_cards(app) -> None:

@@ -466,27 +466,39 @@ def notebook(path: Path, language: str) -> dict:
 
 def write_downloads(language: str, target: Path = DOWNLOADS) -> list[Path]:
     """Write every page's ``.py``, ``.ipynb`` and ``.zip``, and the two all-pages zips, under
-    ``target/<language>/auto_examples/``. Returns the files written."""
+    ``target/<language>/auto_examples/``; a file whose content did not change is left as it is
+    (``nox -s serve`` watches the source folder). Returns the files."""
+    import io
+
     base = target / language / "auto_examples"
-    written: list[Path] = []
-    all_python = zipfile.ZipFile(_fresh(base / "auto_examples_python.zip"), "w")
-    all_jupyter = zipfile.ZipFile(_fresh(base / "auto_examples_jupyter.zip"), "w")
-    with all_python, all_jupyter:
+    files: dict[Path, bytes] = {}
+    all_python, all_jupyter = io.BytesIO(), io.BytesIO()
+    with (
+        zipfile.ZipFile(all_python, "w") as python_zip,
+        zipfile.ZipFile(all_jupyter, "w") as nb_zip,
+    ):
         for path in examples():
             folder = base / path.parent.name
-            folder.mkdir(parents=True, exist_ok=True)
             script = python_script(path, language)
             book = json.dumps(notebook(path, language), indent=2, ensure_ascii=False) + "\n"
-            py, nb = folder / path.name, folder / f"{path.stem}.ipynb"
-            _write_if_changed(py, script)
-            _write_if_changed(nb, book)
-            with zipfile.ZipFile(_fresh(folder / f"{path.stem}.zip"), "w") as single:
-                for archive in (single, all_python):
-                    archive.writestr(_entry(f"{path.parent.name}/{py.name}"), script)
-                for archive in (single, all_jupyter):
-                    archive.writestr(_entry(f"{path.parent.name}/{nb.name}"), book)
-            written += [py, nb, folder / f"{path.stem}.zip"]
-    return [*written, base / "auto_examples_python.zip", base / "auto_examples_jupyter.zip"]
+            py, nb = f"{path.parent.name}/{path.name}", f"{path.parent.name}/{path.stem}.ipynb"
+            single = io.BytesIO()
+            with zipfile.ZipFile(single, "w") as single_zip:
+                for archive, name, text in (
+                    (single_zip, py, script),
+                    (python_zip, py, script),
+                    (single_zip, nb, book),
+                    (nb_zip, nb, book),
+                ):
+                    archive.writestr(_entry(name), text)  # fmt: skip
+            files[folder / path.name] = script.encode()
+            files[folder / f"{path.stem}.ipynb"] = book.encode()
+            files[folder / f"{path.stem}.zip"] = single.getvalue()
+    files[base / "auto_examples_python.zip"] = all_python.getvalue()
+    files[base / "auto_examples_jupyter.zip"] = all_jupyter.getvalue()
+    for path, data in files.items():
+        write_if_changed(path, data)
+    return list(files)
 
 
 def _entry(name: str) -> zipfile.ZipInfo:
@@ -495,14 +507,11 @@ def _entry(name: str) -> zipfile.ZipInfo:
     return info
 
 
-def _fresh(path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-def _write_if_changed(path: Path, text: str) -> None:
-    if not path.exists() or path.read_text(encoding="utf-8") != text:
-        path.write_text(text, encoding="utf-8")
+def write_if_changed(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` unless it holds them already."""
+    if not path.exists() or path.read_bytes() != data:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
 
 
 # -- Links to the repository (when one is configured) --------------------------------------------
