@@ -119,6 +119,16 @@ def render_figures(language: str, table: dict[str, str]) -> dict[str, str]:
     from matplotlib import font_manager
 
     font_manager.fontManager.addfont(str(cjk_font()))
+    unkept = [
+        image.relative_to(GALLERY).as_posix()
+        for image in sorted(GALLERY.glob("*/images/sphx_glr_*_[0-9][0-9][0-9].png"))
+        if not image.with_suffix(".fig.pickle").exists()
+    ]
+    if unkept:  # made before the figures were kept: run those examples again
+        raise RuntimeError(
+            f"figures without their pickle, so without a translated version: {unkept}; delete "
+            "docs/auto_examples/<topic>/<example>.py.md5 of those pages and build English again"
+        )
     alts = {}
     missing = []
     with matplotlib.rc_context({"font.family": CJK_FAMILY}):
