@@ -14,6 +14,7 @@ DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
 sys.path.insert(0, str(DOCS / "_ext"))
 
+import pictures  # noqa: E402
 import pitfalls_sphinx  # noqa: E402
 import torch  # noqa: E402
 
@@ -33,6 +34,8 @@ extensions = [
     "sphinx_copybutton",
     "pitfalls_sphinx",
     "finding",
+    "take_home",
+    "pictures",
 ]
 
 exclude_patterns = [
@@ -107,9 +110,9 @@ sphinx_gallery_conf = {
     "show_api_usage": False,
     "min_reported_time": 10**9,  # run times vary: keep them out of the pages (and the catalogs)
     "write_computation_times": False,
-    "first_notebook_cell": (
-        "# Needs torch and the torch_pitfalls helpers: pip install -e . in the site's source tree"
-    ),
+    # The downloads offered on the pages are written by docs/_ext/take_home.py, in the page's
+    # language, with the helper package's install line first.
+    "image_scrapers": (pictures.FigureScraper(),),
     "line_numbers": False,
     "plot_gallery": "True",
     "abort_on_example_error": False,
@@ -133,7 +136,7 @@ html_theme_options = {
     "footer_end": ["sphinx-version"],
     "secondary_sidebar_items": ["page-toc"],
     "navbar_end": ["language-switch", "theme-switcher", "navbar-icon-links"],
-    "article_footer_items": ["verified-with"],
+    "article_footer_items": ["repository-links", "verified-with"],
 }
 _environment = environment_report()
 html_context = {
