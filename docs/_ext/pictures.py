@@ -293,7 +293,22 @@ def _draw_cards(app) -> None:
         draw_card(path, images / "thumb" / f"sphx_glr_{path.stem}_thumb.png")
 
 
+def _rerun_unkept(app) -> None:
+    """Before the English build runs the examples: an example whose figure has no pickle (built
+    before the figures were kept) runs again, so the Chinese build can translate its figure."""
+    import take_home
+
+    if take_home.language_of(app.config) != "en":
+        return
+    for image in GALLERY.glob("*/images/sphx_glr_*.png"):
+        if image.with_suffix(".fig.pickle").exists():
+            continue
+        example = re.sub(r"_\d{3}$", "", image.stem.removeprefix("sphx_glr_")) + ".py.md5"
+        (image.parent.parent / example).unlink(missing_ok=True)
+
+
 def setup(app):
+    app.connect("builder-inited", _rerun_unkept, priority=100)  # before sphinx-gallery's run
     app.connect("builder-inited", _draw_cards)
     app.connect("builder-inited", _render_figures)
     app.connect("doctree-read", _localize_figures, priority=400)

@@ -250,53 +250,6 @@ RULES: tuple[Rule, ...] = (
         "评估模式下的模型在启用梯度时运行，而它记录的计算图没有被任何反向传播用到：应在 "
         "torch.no_grad()（或 torch.inference_mode()）下评估，以省下这部分内存和时间",
     ),
-    _rule(
-        "TP101",
-        "lint",
-        "cross-entropy-expects-logits",
-        "softmax output passed to cross-entropy or NLL",
-        "把 softmax 的输出传给交叉熵或 NLL",
-        "a softmax output is passed to a loss that expects logits (cross-entropy) or "
-        "log-probabilities (NLL): pass the logits to cross_entropy, or log_softmax to nll_loss",
-        "softmax 的输出被传给了期望 logits（交叉熵）或对数概率（NLL）的损失函数："
-        "应把 logits 传给 cross_entropy，或把 log_softmax 的输出传给 nll_loss",
-    ),
-    _rule(
-        "TP102",
-        "lint",
-        "functional-dropout",
-        "functional dropout without training=",
-        "函数式 dropout 未传 training=",
-        "F.dropout and its family default to training=True, even in eval mode: pass "
-        "training=self.training",
-        "F.dropout 及同类函数默认 training=True，在评估模式下也照样生效：应传入 "
-        "training=self.training",
-    ),
-    _rule(
-        "TP103",
-        "lint",
-        "backward-step-zero-grad",
-        "training loop that never clears gradients",
-        "训练循环从不清空梯度",
-        "this loop calls backward() and step() but never clears the gradients, so every step "
-        "adds up all earlier gradients: call optimizer.zero_grad() in the loop",
-        "这个循环调用了 backward() 和 step()，却从不清空梯度，每一步都会叠加之前所有步的梯度："
-        "应在循环中调用 optimizer.zero_grad()",
-    ),
-    _rule(
-        "TP104",
-        "lint",
-        "data-vs-detach",
-        "edit through .data before the backward",
-        "在反向传播之前经由 .data 修改张量",
-        "an in-place edit through .data between a forward and its backward is invisible to "
-        "autograd, so the gradient is computed from the changed values: edit a copy made with "
-        "detach().clone(), or edit the tensor itself under torch.no_grad() once the backward "
-        "has run",
-        "在前向与其反向传播之间经由 .data 的原地修改对自动求导不可见，梯度会按修改后的值计算："
-        "应修改 detach().clone() 得到的副本，或在反向传播之后于 torch.no_grad() 下直接修改张量本身",
-        default=False,
-    ),
 )
 """The rules, in id order. The runtime ones are listed here; each static one is declared in its
 own module of :mod:`torch_pitfalls.checks`, which is its home."""

@@ -27,6 +27,10 @@ from torch_pitfalls.checks._ast import Imports
 Imports.__module__ = __name__  # documented here, with the rest of the rules' interface
 
 MODULES: tuple[str, ...] = (
+    "tp101_softmax_into_cross_entropy",
+    "tp102_functional_dropout_training",
+    "tp103_loop_never_clears_gradients",
+    "tp104_data_edit_before_backward",
     "tp105_layers_in_plain_list",
     "tp106_scheduler_before_optimizer",
     "tp107_clip_without_unscale",
@@ -46,12 +50,14 @@ class Context:
         imports: the qualified name each imported name stands for.
         attributes: every attribute name the module uses (``x.step`` gives ``step``), so that
             a rule can skip a module that cannot contain its pattern.
+        cache: what an analysis shared by several rules keeps for the next one (by name).
     """
 
     tree: ast.AST
     source: str
     imports: Imports
     attributes: frozenset[str] = field(default_factory=frozenset)
+    cache: dict = field(default_factory=dict)
 
     @classmethod
     def of(cls, tree: ast.AST, source: str = "") -> Context:
