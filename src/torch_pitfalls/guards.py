@@ -660,12 +660,16 @@ class Guards:
 
     def _call_backward(self, func, args, kwargs):
         self._backward_place = _user_place()
-        before = self._before_backward()  # TP005: the gradients left by the last step
+        try:
+            before = self._before_backward()  # TP005: the gradients left by the last step
+        except Exception:  # a read that fails must not break the user's backward
+            before = None
         try:
             return func(*args, **kwargs)
         finally:
             if before is not None:
-                self._after_backward(before)
+                with contextlib.suppress(Exception):
+                    self._after_backward(before)
             self._backward_place = None
 
     # -- modules ------------------------------------------------------------------------------
@@ -875,18 +879,18 @@ class Guards:
 
 # -- PyTorch's own warnings, at the place PyTorch gives them -------------------------------------
 #
-# While the mode runs a torch function, frames stand between the user's call and PyTorch's code:
-# _Mode.__torch_function__ (and Guards._call), and, for a function written in Python, also
-# torch.overrides.handle_torch_function and the first frames of the function itself, which then
-# runs again inside the mode. Python places a warning by counting frames (``stacklevel``; a warning
-# from C++ goes to the innermost Python frame), so PyTorch's warnings would land on a line of this
-# file and, all sharing that line, show once for every place that raises them. While guards are
-# active, a warning is placed as Python places it in the stack without those frames, and issued
-# with warnings.warn_explicit, with the module and registry of that frame, through the filters:
+# While the guards take the call of a checked torch function, frames stand between the user's call
+# and PyTorch's code: the function's trampoline, the wrapper, _Mode.handle (and Guards._call), the
+# codes in _WRAPPER_CODES; the function's own code then runs in a copy of it. Python places a
+# warning by counting frames (``stacklevel``; a warning from C++ goes to the innermost Python
+# frame), so PyTorch's warnings would land on a line of this file and, all sharing that line,
+# show once for every place that raises them. While guards are active, a warning is placed as
+# Python places it in the stack without those frames, and issued with warnings.warn_explicit,
+# with the module and registry of that frame, through the filters:
 #
-# * while PyTorch's code runs under the mode, warnings.warn is _warn, which knows the stacklevel:
+# * while a checked function's code runs, warnings.warn is _warn, which knows the stacklevel:
 #   every warning raised from Python (not outside: Dynamo knows the original when it compiles);
-# * the first warnings filter is _FILTER (put first again at each torch call): it takes a warning
+# * the first warnings filter is _FILTER (put first again at each checked call): it takes a warning
 #   from C++ placed on a frame of the guards (action "always": no registry is written), and
 #   _show, which Python then calls, issues it again; anything else goes on to the other filters.
 #   A warning of another ``stacklevel`` that reaches _show, from Python code that holds its own
@@ -1043,7 +1047,7 @@ def _frames(frame: types.FrameType | None) -> list[types.FrameType]:
 
 
 def _inserted(frames: list[types.FrameType]) -> set[int]:
-    """The indices of the frames that are there only because a guard's mode is active."""
+    """The indices of the frames that are there only because guards took a call."""
     return {i for i, frame in enumerate(frames) if frame.f_code in _WRAPPER_CODES}
 
 
