@@ -257,7 +257,7 @@ def detectors() -> None:
     workloads = [
         # (name, model and data, training steps per timed call, rounds, seconds per timing, target)
         ("10 training steps of a tiny MLP", _tiny_mlp, 10, 21, 0.02, 1.2),
-        ("a training step of a small CNN (batch 64, 32x32)", _small_cnn, 1, 15, 0.05, 1.05),
+        ("a training step of a small CNN (batch 64, 32x32)", _small_cnn, 1, 21, 0.05, 1.05),
     ]
     devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
     for device in devices:
