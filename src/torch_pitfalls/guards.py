@@ -291,7 +291,7 @@ class _Mode:
         functions = list(dict.fromkeys([*self.checks, *self.noted]))
         _wrap_all(functions)
         state = _STATE
-        state.modes = (*state.modes[: state.active], self)
+        state.modes = (*state.modes, self)
         state.active = len(state.modes)
         self.functions = functions
         return self
