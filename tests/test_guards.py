@@ -1159,3 +1159,37 @@ def test_the_hooks_on_parameters_change_nothing_pytorch_does():
             optimizer.step()
             pickle.dumps(weight)  # no "backward hook ... will not be serialized"
     assert found(guard) == []
+
+
+# -- how the checked functions are reached: only they pay, and every reference to them is seen ----
+
+from torch.nn.functional import cross_entropy as bound_before_entry  # noqa: E402
+
+
+def test_a_function_bound_before_entry_is_checked_and_everything_is_restored():
+    probabilities, target = torch.full((2, 2), 0.5), torch.tensor([0, 1])
+    codes = {f: f.__code__ for f in (F.cross_entropy, F.dropout, torch.Tensor.backward)}
+    with run() as guard:
+        assert inspect.signature(F.cross_entropy).parameters["input"]  # still the real one
+        bound_before_entry(probabilities, target)
+    assert found(guard) == ["TP001"]
+    assert {f: f.__code__ for f in codes} == codes
+    assert "__wrapped__" not in F.cross_entropy.__dict__
+    assert "numpy" not in torch.Tensor.__dict__  # the C method again
+    assert not guards_module._WRAPPED
+
+
+def test_nested_guards_each_check_and_other_threads_are_not_checked():
+    import threading
+
+    probabilities, target = torch.full((2, 2), 0.5), torch.tensor([0, 1])
+    with run() as outer:
+        with run() as inner:
+            thread = threading.Thread(target=F.cross_entropy, args=(probabilities, target))
+            thread.start()
+            thread.join()
+            assert found(inner) == found(outer) == []  # a torch function mode is per thread too
+            F.cross_entropy(probabilities, target)
+        F.cross_entropy(probabilities, target)
+    assert found(inner) == ["TP001"]
+    assert found(outer) == ["TP001", "TP001"]  # two places
