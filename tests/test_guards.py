@@ -26,6 +26,7 @@ from torch.overrides import _get_current_function_mode_stack
 
 import torch_pitfalls
 from torch_pitfalls import guards as guards_module
+from torch_pitfalls import rules
 from torch_pitfalls.guards import Guards, PitfallError, PitfallWarning, allow
 
 
@@ -432,6 +433,59 @@ def test_an_optimizer_step_without_any_gradient():
             torch.tensor(value, requires_grad=True).backward()
             optimizer.step()
     assert found(frozen) == found(no_backward) == found(broken_graph) == ["TP012"]
+
+
+def _state_dict_loads():
+    """Load results of a prefixed state dict (DataParallel, torch.compile), the other way round,
+    a partial load and a strict load: (missing, unexpected) keys of each, and the weights."""
+    torch.manual_seed(0)
+    trained = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2))
+    plain = trained.state_dict()
+    results = []
+    for state in (
+        {f"module.{k}": v for k, v in plain.items()},
+        {f"_orig_mod.{k}": v for k, v in plain.items()},
+    ):
+        target = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2))
+        results.append(target.load_state_dict(state, strict=False))
+    wrapper = nn.DataParallel(nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2)))
+    results.append(wrapper.load_state_dict(plain, strict=False))
+    return [(r.missing_keys, r.unexpected_keys) for r in results]
+
+
+def _good_loads():
+    torch.manual_seed(0)
+    trained = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2))
+    plain = trained.state_dict()
+    grown = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2), nn.Linear(2, 3))
+    partial = grown.load_state_dict(plain, strict=False)  # a new head: missing keys, on purpose
+    backbone = {k: v for k, v in plain.items() if k.startswith("0.")}
+    other = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2))
+    head = other.load_state_dict(backbone, strict=False)
+    exact = other.load_state_dict(plain)
+    return [(r.missing_keys, r.unexpected_keys) for r in (partial, head, exact)]
+
+
+def test_a_non_strict_load_across_a_wrapper_prefix():
+    with run() as prefixed:
+        loads = _state_dict_loads()
+    assert found(prefixed) == ["TP015", "TP015"]  # two places: the loop's load, the wrapper's
+    assert loads == _state_dict_loads()  # the same results without guards
+    with run() as good:
+        fine = _good_loads()
+    assert found(good) == []
+    assert fine == _good_loads()
+    assert fine[0] == (["3.weight", "3.bias"], [])
+
+
+def test_a_strict_load_across_a_prefix_raises_with_the_page():
+    target = nn.Sequential(nn.Linear(4, 4))
+    state = {f"module.{k}": v for k, v in nn.Sequential(nn.Linear(4, 4)).state_dict().items()}
+    with pytest.raises(RuntimeError) as raised, run() as guard:
+        target.load_state_dict(state)
+    assert found(guard) == []  # PyTorch's own error says it; the registry's note gives the page
+    notes = "\n".join(getattr(raised.value, "__notes__", []))
+    assert rules.page_url("state-dict-prefix", language="en") in notes
 
 
 def test_steps_that_skip_a_part_on_purpose_are_not_flagged():

@@ -24,7 +24,8 @@ keeps its random initial weights, and nothing else complains.
    :ref:`torch-load-weights-only` (saving state dicts and loading them with ``map_location``).
 
 Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`,
-:func:`~torch_pitfalls.expect_raises`.
+:func:`~torch_pitfalls.expect_raises`, :func:`~torch_pitfalls.expect_warns`,
+:mod:`torch_pitfalls.guards`.
 """
 
 # %%
@@ -44,7 +45,14 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from torch_pitfalls import expect_raises, get_device, seed_everything
+from torch_pitfalls import (
+    PitfallWarning,
+    expect_raises,
+    expect_warns,
+    get_device,
+    guards,
+    seed_everything,
+)
 
 seed_everything(0)
 device = get_device()
@@ -198,6 +206,29 @@ backbone = {key: value for key, value in plain_state.items() if key.startswith("
 partial = finetuned.load_state_dict(backbone, strict=False)
 print("missing (the new head):", partial.missing_keys, "| unexpected:", partial.unexpected_keys)
 assert not partial.unexpected_keys and all(key.startswith("2.") for key in partial.missing_keys)
+
+# %%
+# Detectors
+# ---------
+#
+# The runtime guard ``TP015`` (see :doc:`/detectors`) finds this pitfall in your own code: a
+# :meth:`~torch.nn.Module.load_state_dict` with ``strict=False`` that leaves a key missing whose
+# unexpected counterpart differs from it only by ``module.`` or ``_orig_mod.``.
+# A deliberate partial load, such as the backbone above, leaves keys missing too, but none that
+# a prefix explains, and is not flagged.
+# Under :mod:`torch_pitfalls.guards`, the ``strict=False`` load of this page's prefixed file warns;
+# the load of the repaired file and the partial load are silent:
+
+prefixed = torch.load(folder / "parallel.pt", map_location=device)
+with guards(language="en") as wrong, expect_warns(PitfallWarning, "^TP015 "):
+    make_model().load_state_dict(prefixed, strict=False)
+with guards(language="en") as fixed:
+    make_model().load_state_dict(plain_state)
+    nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 5)).load_state_dict(
+        backbone, strict=False
+    )
+print("found in the wrong code:", wrong.ids, "  in the fixes:", fixed.ids)
+assert wrong.ids == ["TP015"] and fixed.ids == []
 
 # %%
 # A real-world report

@@ -232,6 +232,22 @@ _MAX_EVAL_FORWARDS = 1000  # TP014: eval-mode forwards recorded before settling 
 _BINDERS: dict = {}  # filled below, from _SIGNATURES
 
 
+_WRAPPER_PREFIXES = ("module.", "_orig_mod.")  # DataParallel/DDP, torch.compile
+
+
+def _prefix_only_difference(missing, unexpected) -> bool:
+    """TP015: whether some missing key is an unexpected key with a wrapper's prefix added or
+    removed (``0.weight`` missing, ``module.0.weight`` unexpected; or the other way round)."""
+    if not missing or not unexpected:
+        return False
+    missing, unexpected = set(missing), set(unexpected)
+    for prefix in _WRAPPER_PREFIXES:
+        for have, want in ((unexpected, missing), (missing, unexpected)):
+            if any(k.startswith(prefix) and k[len(prefix) :] in want for k in have):
+                return True
+    return False
+
+
 def _input(args, kwargs):
     """The first argument of a torch function, given by position or as ``input=``."""
     return args[0] if args else kwargs.get("input")
@@ -291,6 +307,7 @@ class _Mode:
             torch.Tensor.backward: guards._call_backward,
             torch.autograd.backward: guards._call_backward,
             torch.autograd.grad: guards._call,
+            nn.Module.load_state_dict: guards._call_load_state_dict,
         }
 
     def __enter__(self) -> _Mode:
@@ -691,6 +708,16 @@ class Guards:
 
     def _call(self, func, args, kwargs):
         return func(*args, **kwargs)
+
+    def _call_load_state_dict(self, func, args, kwargs):
+        result = func(*args, **kwargs)
+        try:
+            prefixed = _prefix_only_difference(result.missing_keys, result.unexpected_keys)
+        except Exception:  # a read that fails must not break the user's load
+            prefixed = False
+        if prefixed:
+            self._flag("TP015")
+        return result
 
     def _call_backward(self, func, args, kwargs):
         self._backward_place = _user_place()

@@ -57,6 +57,7 @@ TOPICS = {
     "bce-with-logits": "losses",
     "requires-grad-propagation": "autograd",
     "no-grad-evaluation": "autograd",
+    "state-dict-prefix": "serialization",
 }
 """The gallery topic (folder of ``examples/``) of every page a rule points to."""
 
@@ -249,6 +250,19 @@ RULES: tuple[Rule, ...] = (
         "and time",
         "评估模式下的模型在启用梯度时运行，而它记录的计算图没有被任何反向传播用到：应在 "
         "torch.no_grad()（或 torch.inference_mode()）下评估，以省下这部分内存和时间",
+    ),
+    _rule(
+        "TP015",
+        "guard",
+        "state-dict-prefix",
+        "state dict loaded with strict=False across a key prefix",
+        "以 strict=False 加载了只差键前缀的 state dict",
+        "load_state_dict(strict=False) left keys missing whose unexpected counterparts differ "
+        "only by a wrapper's prefix (module. or _orig_mod.), so those weights were not loaded: "
+        "strip the prefix (consume_prefix_in_state_dict_if_present) and load strictly",
+        "load_state_dict(strict=False) 留下了缺失的键，而对应的意外键只多了或少了包装器的前缀"
+        "（module. 或 _orig_mod.），这些权重并没有被加载：应去掉前缀"
+        "（consume_prefix_in_state_dict_if_present）后以严格模式加载",
     ),
 )
 """The rules, in id order. The runtime ones are listed here; each static one is declared in its
