@@ -32,6 +32,7 @@ extensions = [
     "sphinx_gallery.gen_gallery",
     "sphinx_copybutton",
     "pitfalls_sphinx",
+    "release_matrix",  # the "Across releases" tables, from docs/release_recordings
 ]
 
 exclude_patterns = [
@@ -39,6 +40,7 @@ exclude_patterns = [
     "**.ipynb_checkpoints",
     "auto_examples/**/*.ipynb",
     "cuda_recordings",
+    "release_recordings",
 ]
 templates_path = ["_templates"]
 html_static_path = ["_static"]

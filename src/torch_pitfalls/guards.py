@@ -68,6 +68,25 @@ from torch.overrides import TorchFunctionMode
 
 from torch_pitfalls import rules as _rules
 
+try:  # PyTorch 2.3+; earlier releases (2.0 is recorded: docs/release_recordings) have Dynamo's
+    from torch.compiler import is_compiling as _is_compiling
+except ImportError:
+    try:
+        from torch._dynamo import is_compiling as _is_compiling
+    except ImportError:
+
+        def _is_compiling() -> bool:
+            return False
+
+
+# PyTorch 2.0's global forward hooks lack always_call (it came in 2.1): without it, a forward
+# that raises leaves its module on the stack of running modules until the next forward.
+_ALWAYS_CALL = (
+    {"always_call": True}
+    if "always_call" in inspect.signature(_module.register_module_forward_hook).parameters
+    else {}
+)
+
 __all__ = ["Finding", "Guards", "PitfallError", "PitfallWarning", "allow", "main"]
 
 
@@ -185,7 +204,7 @@ def _quiet(hook):
 
     @functools.wraps(hook)
     def quiet(*args):
-        if torch.compiler.is_compiling():  # Dynamo traces hooks: nothing to count there
+        if _is_compiling():  # Dynamo traces hooks: nothing to count there
             return hook(*args)
         _STATE.quiet += 1
         try:
@@ -245,7 +264,7 @@ class _Mode(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if torch.compiler.is_compiling():  # Dynamo traces the mode: inside torch.compile, no checks
+        if _is_compiling():  # Dynamo traces the mode: inside torch.compile, no checks
             return func(*args, **kwargs)
         filters = warnings.filters if _GET_FILTERS is None else _GET_FILTERS()
         if not filters or filters[0] is not _FILTER:  # a filter added since: ours goes first again
@@ -481,7 +500,7 @@ class Guards:
         return not self._module_ids or id(module) in self._module_ids
 
     def _forward_pre_hook(self, module: nn.Module, args) -> None:
-        if torch.compiler.is_compiling():
+        if _is_compiling():
             return  # inside torch.compile the module checks are off (Dynamo traces the hooks)
         if not self._running:  # a top-level call: where the user's code runs the model
             self._root_place = _user_place()
@@ -508,7 +527,7 @@ class Guards:
 
     def _forward_hook(self, module: nn.Module, args, output) -> None:
         # always_call=True: also runs when forward raises, so the stack stays balanced
-        if torch.compiler.is_compiling():
+        if _is_compiling():
             return
         if self._running and self._running[-1] is module:
             self._running.pop()
@@ -551,8 +570,9 @@ class Guards:
                     self._hooked[id(param)] = True
                     handle = param.register_hook(self._gradient_hook(param))
                     self._stack.callback(handle.remove)
-                    handle = param.register_post_accumulate_grad_hook(self._accumulated_hook)
-                    self._stack.callback(handle.remove)
+                    if hasattr(param, "register_post_accumulate_grad_hook"):  # PyTorch 2.1+
+                        handle = param.register_post_accumulate_grad_hook(self._accumulated_hook)
+                        self._stack.callback(handle.remove)
 
     def _gradient_hook(self, param: torch.Tensor):
         param_ref = weakref.ref(param)
@@ -643,7 +663,7 @@ class Guards:
             stack.callback(_uninstall)
             handle = _module.register_module_forward_pre_hook(self._forward_pre_hook)
             stack.callback(handle.remove)
-            handle = _module.register_module_forward_hook(self._forward_hook, always_call=True)
+            handle = _module.register_module_forward_hook(self._forward_hook, **_ALWAYS_CALL)
             stack.callback(handle.remove)
             handle = _optimizer.register_optimizer_step_pre_hook(self._step_pre_hook)
             stack.callback(handle.remove)
@@ -717,7 +737,7 @@ except ImportError:  # pragma: no cover - an interpreter without the C module
 
 def _warn(message, category=None, stacklevel=1, source=None, **options):
     """``warnings.warn`` while PyTorch's code runs under a guard's mode."""
-    if torch.compiler.is_compiling():  # Dynamo traces this: it meets the original, as without us
+    if _is_compiling():  # Dynamo traces this: it meets the original, as without us
         return _warned_by(message, category, stacklevel, source, **options)
     state = _STATE
     redirecting = _INSTALLED and not state.suspended
