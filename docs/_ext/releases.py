@@ -131,8 +131,12 @@ def cpu_name() -> str:
     return platform.processor() or "unknown CPU"
 
 
-def record(label: str, timeout: int, command: str) -> dict:
-    """Install one release in a fresh environment, run every example there, delete it."""
+def record(label: str, timeout: int, command: str, only: list[str] | None = None) -> dict:
+    """Install one release in a fresh environment, run every example there, delete it.
+
+    With ``only``, run those pages alone and replace them in the release's existing recording
+    (after a page changed); the recording lists them under ``rerun`` with the command and date.
+    """
     torch_req, numpy_req = RELEASES[label]
     reference = load(REFERENCE) if label != REFERENCE else None
     started = time.time()
@@ -160,6 +164,8 @@ def record(label: str, timeout: int, command: str) -> dict:
         ).stdout.split()
         pages = {}
         for slug, path in examples().items():
+            if only and slug not in only:
+                continue
             env = {
                 **os.environ,
                 "MPLBACKEND": "Agg",
@@ -218,6 +224,16 @@ def record(label: str, timeout: int, command: str) -> dict:
         "disk_bytes": disk,
         "pages": pages,
     }
+    if only:
+        previous = load(label)
+        if previous is None:
+            raise SystemExit(f"--pages needs a recording of PyTorch {label} to update")
+        previous["pages"].update(pages)
+        previous.setdefault("rerun", []).append(
+            {"pages": sorted(pages), "date": recording["date"], "command": command}
+        )
+        recording = previous
+        pages = recording["pages"]
     RECORDINGS.mkdir(parents=True, exist_ok=True)
     path = RECORDINGS / f"{label}.json"
     path.write_text(json.dumps(recording, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -264,6 +280,12 @@ def rediff() -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--releases", nargs="+", choices=list(RELEASES), default=list(RELEASES))
+    parser.add_argument(
+        "--pages",
+        nargs="+",
+        metavar="SLUG",
+        help="run only these pages and update them in the releases' existing recordings",
+    )
     parser.add_argument("--timeout", type=int, default=TIMEOUT, help="seconds per example")
     parser.add_argument(
         "--keep-going", action="store_true", help="on to the next release when one fails to install"
@@ -291,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     failed = []
     for label in todo:
         try:
-            record(label, args.timeout, command.strip())
+            record(label, args.timeout, command.strip(), args.pages)
         except subprocess.CalledProcessError as err:
             failed.append(label)
             print(f"== PyTorch {label}: not recorded ({err})", flush=True)
