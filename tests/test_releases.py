@@ -148,3 +148,16 @@ def test_the_labels_are_in_the_template_that_feeds_the_catalog():
     template = (ROOT / "docs" / "_templates" / "release-strings.html").read_text(encoding="utf-8")
     listed = set(re.findall(r'\{\{ _\("(.*)"\) \}\}', template))
     assert set(release_matrix._labels_english()) == listed
+
+
+def test_each_page_section_shows_every_recorded_result():
+    for slug in all_slugs():
+        text = release_matrix.page_section(slug, RECORDINGS, None).astext()
+        for label, recording in RECORDINGS.items():
+            page = recording["pages"].get(slug)
+            assert recording["torch"] in text and recording["date"] in text
+            kind = release_matrix.outcome(page)
+            if kind == "fails":
+                assert page["error"].splitlines()[-1] in text, (slug, label)
+            elif kind == "differs":
+                assert all(line in text for line in page["differs"]), (slug, label)

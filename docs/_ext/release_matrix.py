@@ -167,18 +167,28 @@ def _page_tables(app, doctree) -> None:
     if top is None:
         return
     section = page_section(slug, recordings(), app.env)
+    # sphinx-gallery ends the page (inside its last section) with a target, the download links
+    # (an "only" node whose id starts with sphx-glr-download) and its signature: the new section
+    # goes before them, and they move after it.
     footer = next(
         (
-            child
-            for child in top.children
-            if isinstance(child, nodes.Element) and "sphx-glr-footer" in child.get("classes", [])
+            node
+            for node in top.findall(nodes.Element)
+            if any(i.startswith("sphx-glr-download") for i in node.get("ids", []))
         ),
         None,
     )
+    tail = []
     if footer is not None:
-        top.insert(top.index(footer), section)
-    else:
-        top += section
+        parent = footer.parent
+        start = parent.index(footer)
+        if start > 0 and isinstance(parent[start - 1], nodes.target):
+            start -= 1
+        tail = parent.children[start:]
+        del parent.children[start:]
+    top += section
+    for node in tail:
+        top += node
 
 
 def _matrix_directive():
