@@ -94,13 +94,30 @@ def normalise(text: str, venv: str) -> list[str]:
     return lines
 
 
-def error_of(stderr: str, venv: str, lines: int = 6) -> str:
-    """The end of a traceback: the exception as Python printed it, with the lines above it."""
+WARNING_LINE = re.compile(r"^\S.*:\d+: \w*Warning: ")
+
+
+def error_of(stderr: str, venv: str, frames: int = 2, message: int = 8) -> str:
+    """Where and how the example stopped, as Python printed it.
+
+    The last traceback's innermost ``frames`` frames (``File ...`` and its source line) and the
+    exception (its first ``message`` lines); warnings printed after it (a temporary directory
+    cleaned up at exit) are left out. Without a traceback (a timeout, a crash): the last lines.
+    """
     kept = normalise(stderr, venv)
-    start = max(
-        (i for i, line in enumerate(kept) if line.startswith("Traceback")), default=len(kept)
-    )
-    return "\n".join(kept[start:][-lines:] or kept[-lines:])
+    starts = [i for i, line in enumerate(kept) if line.startswith("Traceback (most recent call")]
+    if not starts:
+        return "\n".join(kept[-message:])
+    block = kept[starts[-1] + 1 :]
+    body = next((i for i, line in enumerate(block) if not line.startswith(" ")), len(block))
+    frame_lines = [i for i in range(body) if block[i].lstrip().startswith("File ")]
+    first = frame_lines[-frames] if len(frame_lines) >= frames else 0
+    exception = []
+    for line in block[body:]:
+        if WARNING_LINE.match(line) or len(exception) == message:
+            break
+        exception.append(line)
+    return "\n".join(block[first:body] + exception)
 
 
 def differences(output: list[str], reference: list[str]) -> list[str]:
@@ -194,6 +211,7 @@ def record(label: str, timeout: int, command: str, only: list[str] | None = None
             page = {"status": status, "seconds": round(time.time() - page_started, 1)}
             if status == "failed":
                 page["error"] = error_of(stderr, str(venv))
+                page["stderr_tail"] = normalise(stderr, str(venv))[-40:]
             page["output"] = output
             if reference is not None and slug in reference["pages"]:
                 page["differs"] = differences(output, reference["pages"][slug]["output"])
