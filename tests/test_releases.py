@@ -31,6 +31,11 @@ import releases  # noqa: E402
 ORDER = sorted(releases.RELEASES, key=releases.release_key)
 RECORDINGS = release_matrix.recordings()
 
+#: Listed releases that have no recording yet: their test below is an expected failure, strict,
+#: so the gap shows in every test run (XFAIL, with -ra) and recording one (``nox -s releases --
+#: --releases X``) turns it into an XPASS that fails until the release leaves this set.
+NOT_YET_RECORDED: set[str] = set()
+
 #: Changes between two consecutive recorded releases that no "Changed in PyTorch" names yet:
 #: (page, first release that behaves differently) -> what changed. Filled from the recordings.
 NOT_YET_SAID: dict[tuple[str, str], str] = {}
@@ -60,7 +65,18 @@ def key(version: str) -> tuple[int, ...]:
     return releases.release_key(version)
 
 
-@pytest.mark.parametrize("label", ORDER)
+@pytest.mark.parametrize(
+    "label",
+    [
+        pytest.param(
+            label,
+            marks=pytest.mark.xfail(
+                label in NOT_YET_RECORDED, reason=f"PyTorch {label} not recorded yet", strict=True
+            ),
+        )
+        for label in ORDER
+    ],
+)
 def test_every_page_is_recorded_on_every_listed_release(label):
     assert label in RECORDINGS, f"no recording of PyTorch {label}: run `nox -s releases`"
     recorded = set(RECORDINGS[label]["pages"])
