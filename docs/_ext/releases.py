@@ -62,6 +62,7 @@ OTHER_REQUIREMENTS = ["matplotlib==3.11.2"]
 TIMEOUT = 900  # seconds per example
 
 MEASURED = "[measured]"
+TORCH_CXX_SOURCE = re.compile(r"(Triggered internally at )[^)]*:\d+\.?\)")
 TORCH_SOURCE = re.compile(r"(site-packages/torch/[\w/.]+\.py)[:\", line]+\d+")
 
 
@@ -90,8 +91,18 @@ def normalise(text: str, venv: str) -> list[str]:
         if not line.strip() or line.startswith(MEASURED):
             continue
         line = line.replace(venv, "<venv>").replace(str(ROOT), "<repo>")
-        lines.append(TORCH_SOURCE.sub(lambda m: m.group(0).rstrip("0123456789") + "N", line))
+        lines.append(relocate(line))
     return lines
+
+
+def relocate(line: str, version: str = "") -> str:
+    """Source locations inside PyTorch, Python (``site-packages/torch/x.py:N``) and C++ (a
+    warning's ``Triggered internally at <path>:N.``), without the line numbers and build paths;
+    the version of PyTorch a page prints (``torch.__version__``) as ``<torch version>``."""
+    if version:
+        line = line.replace(version, "<torch version>")
+    line = TORCH_SOURCE.sub(lambda m: m.group(0).rstrip("0123456789") + "N", line)
+    return TORCH_CXX_SOURCE.sub(r"\1<PyTorch's C++ source>)", line)
 
 
 WARNING_LINE = re.compile(r"^\S.*:\d+: \w*Warning: ")
@@ -207,7 +218,7 @@ def record(label: str, timeout: int, command: str, only: list[str] | None = None
                 status = "failed"
                 stdout = (err.stdout or b"").decode(errors="replace")
                 stderr = f"TimeoutExpired: still running after {timeout} s"
-            output = normalise(stdout, str(venv))
+            output = [relocate(line, versions[0]) for line in normalise(stdout, str(venv))]
             page = {"status": status, "seconds": round(time.time() - page_started, 1)}
             if status == "failed":
                 page["error"] = error_of(stderr, str(venv))
@@ -281,11 +292,19 @@ def rediff() -> list[str]:
     changed = []
     if reference is None:
         return changed
+    for page in reference["pages"].values():
+        page["output"] = [relocate(line, reference["torch"]) for line in page["output"]]
+    text = json.dumps(reference, indent=1, ensure_ascii=False) + "\n"
+    path = RECORDINGS / f"{REFERENCE}.json"
+    if text != path.read_text(encoding="utf-8"):
+        path.write_text(text, encoding="utf-8")
+        changed.append(REFERENCE)
     for path in sorted(RECORDINGS.glob("*.json")):
         if path.stem == REFERENCE:
             continue
         recording = json.loads(path.read_text(encoding="utf-8"))
         for slug, page in recording["pages"].items():
+            page["output"] = [relocate(line, recording["torch"]) for line in page["output"]]
             if slug in reference["pages"]:
                 page["differs"] = differences(page["output"], reference["pages"][slug]["output"])
         text = json.dumps(recording, indent=1, ensure_ascii=False) + "\n"
