@@ -228,9 +228,7 @@ def _matrix_directive():
                         [nodes.paragraph(text, text, classes=[f"pitfalls-release-{kind}"])]
                     )
                 rows.append(cells)
-            header = [labels["page"]] + [
-                found[label]["torch"] if label in found else label for label in order
-            ]
+            header = [labels["page"], *order]
             table = _table((6, *([2] * len(order))), header, rows, ["pitfalls-release-matrix"])
             dates = ", ".join(
                 f"{found[label]['torch']} {found[label]['date']}"
