@@ -34,7 +34,7 @@ RECORDINGS = release_matrix.recordings()
 #: Listed releases that have no recording yet: their test below is an expected failure, strict,
 #: so the gap shows in every test run (XFAIL, with -ra) and recording one (``nox -s releases --
 #: --releases X``) turns it into an XPASS that fails until the release leaves this set.
-NOT_YET_RECORDED: set[str] = {"2.0"}
+NOT_YET_RECORDED: set[str] = set()
 
 #: Changes between two consecutive recorded releases that no "Changed in PyTorch" names yet, in
 #: tests/releases_not_yet_said.json: "<page> <first release that behaves differently>" -> what
