@@ -159,6 +159,7 @@ def _page_tables(app, doctree) -> None:
     slug = slug_of(app.env.docname)
     if slug is None:
         return
+    app.env.note_dependency(str(releases.RECORDINGS))  # its time changes when a file is added
     for path in releases.RECORDINGS.glob("*.json"):
         app.env.note_dependency(str(path))
     app.env.note_dependency(releases.__file__)
@@ -200,6 +201,7 @@ def _matrix_directive():
         """``pitfalls-release-matrix``: every page × every release (same / differs / fails)."""
 
         def run(self):
+            self.env.note_dependency(str(releases.RECORDINGS))
             for path in releases.RECORDINGS.glob("*.json"):
                 self.env.note_dependency(str(path))
             self.env.note_dependency(releases.__file__)
