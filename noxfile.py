@@ -114,6 +114,20 @@ def bench(session: nox.Session) -> None:
     session.run("python", str(DOCS / "_ext" / "bench.py"), *session.posargs)
 
 
+@nox.session(venv_backend="none")
+def releases(session: nox.Session) -> None:
+    """Run every example on each PyTorch release of docs/_ext/releases.py; record the outputs.
+
+    Not part of CI nor of ``nox -s bench``: each release is a fresh environment of 4–6 GB
+    (downloaded, then deleted) in a temporary folder. Writes docs/release_recordings/<release>.json:
+    commit them. ``-- --releases 2.4 2.6`` records only those; ``-- --rediff`` only compares the
+    stored recordings with the reference again.
+    """
+    session.run(
+        "nice", "python3", str(DOCS / "_ext" / "releases.py"), *session.posargs, external=True
+    )
+
+
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
     """Run every example on every available device, the doctests, the helper and catalog tests."""

@@ -36,6 +36,7 @@ extensions = [
     "finding",
     "take_home",
     "pictures",
+    "release_matrix",  # the "Across releases" tables, from docs/release_recordings
 ]
 
 exclude_patterns = [
@@ -43,6 +44,7 @@ exclude_patterns = [
     "**.ipynb_checkpoints",
     "auto_examples/**/*.ipynb",
     "cuda_recordings",
+    "release_recordings",
 ]
 templates_path = ["_templates"]
 html_static_path = ["_static"]

@@ -78,6 +78,25 @@ from torch.optim import optimizer as _optimizer
 from torch_pitfalls import messages as _messages
 from torch_pitfalls import rules as _rules
 
+try:  # PyTorch 2.3+; earlier releases (2.0 is recorded: docs/release_recordings) have Dynamo's
+    from torch.compiler import is_compiling as _is_compiling
+except ImportError:
+    try:
+        from torch._dynamo import is_compiling as _is_compiling
+    except ImportError:
+
+        def _is_compiling() -> bool:
+            return False
+
+
+# PyTorch 2.0's global forward hooks lack always_call (it came in 2.1): without it, a forward
+# that raises leaves its module on the stack of running modules until the next forward.
+_ALWAYS_CALL = (
+    {"always_call": True}
+    if "always_call" in inspect.signature(_module.register_module_forward_hook).parameters
+    else {}
+)
+
 __all__ = ["Finding", "Guards", "PitfallError", "PitfallWarning", "allow", "main"]
 
 
@@ -197,7 +216,7 @@ def _quiet(hook):
 
     @functools.wraps(hook)
     def quiet(*args):
-        if torch.compiler.is_compiling():  # Dynamo traces hooks: nothing to count there
+        if _is_compiling():  # Dynamo traces hooks: nothing to count there
             return hook(*args)
         _STATE.quiet += 1
         try:
@@ -401,7 +420,7 @@ def _trampoline(*args, _torch_pitfalls_call=None, **kwargs):  # the code put in 
 
 def _wrapper(func, original):
     def call(*args, **kwargs):
-        if torch.compiler.is_compiling():  # Dynamo traces this: no checks inside torch.compile
+        if _is_compiling():  # Dynamo traces this: no checks inside torch.compile
             return original(*args, **kwargs)
         state = _STATE
         active = state.active
@@ -739,7 +758,7 @@ class Guards:
         return not self._module_ids or id(module) in self._module_ids
 
     def _forward_pre_hook(self, module: nn.Module, args) -> None:
-        if torch.compiler.is_compiling():
+        if _is_compiling():
             return  # inside torch.compile the module checks are off (Dynamo traces the hooks)
         if not self._running:  # a top-level call: where the user's code runs the model
             self._root_place = _user_place()
@@ -766,7 +785,7 @@ class Guards:
 
     def _forward_hook(self, module: nn.Module, args, output) -> None:
         # always_call=True: also runs when forward raises, so the stack stays balanced
-        if torch.compiler.is_compiling():
+        if _is_compiling():
             return
         if self._running and self._running[-1] is module:
             self._running.pop()
@@ -1020,7 +1039,7 @@ class Guards:
             stack.callback(_uninstall)
             handle = _module.register_module_forward_pre_hook(self._forward_pre_hook)
             stack.callback(handle.remove)
-            handle = _module.register_module_forward_hook(self._forward_hook, always_call=True)
+            handle = _module.register_module_forward_hook(self._forward_hook, **_ALWAYS_CALL)
             stack.callback(handle.remove)
             handle = _optimizer.register_optimizer_step_pre_hook(self._step_pre_hook)
             stack.callback(handle.remove)
@@ -1112,7 +1131,7 @@ except ImportError:  # pragma: no cover - an interpreter without the C module
 
 def _warn(message, category=None, stacklevel=1, source=None, **options):
     """``warnings.warn`` while PyTorch's code runs under a guard's mode."""
-    if torch.compiler.is_compiling():  # Dynamo traces this: it meets the original, as without us
+    if _is_compiling():  # Dynamo traces this: it meets the original, as without us
         return _warned_by(message, category, stacklevel, source, **options)
     state = _STATE
     redirecting = _INSTALLED and not state.suspended
@@ -1226,7 +1245,7 @@ def _after_warning(msg: warnings.WarningMessage) -> None:
     """After a PyTorch warning that a page explains, a PitfallWarning with the page's URL."""
     if not _ACTIVE or _STATE.quiet or not isinstance(msg.category, type):
         return
-    if torch.compiler.is_compiling():
+    if _is_compiling():
         return
     if issubclass(msg.category, PitfallWarning):
         return

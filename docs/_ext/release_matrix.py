@@ -1,0 +1,254 @@
+"""The pages' behaviour across PyTorch releases, from ``docs/release_recordings`` (Sphinx side).
+
+``nox -s releases`` (``releases.py``) runs every example on each release of
+:data:`releases.RELEASES` and writes one recording per release. This extension shows them:
+
+- on each example page, a last section "Across releases": release → same output as the reference
+  release / output differs (the lines) / stops with an error (the error), with the date recorded;
+- on the changes page, the ``pitfalls-release-matrix`` directive: pages × releases.
+
+The labels are msgids listed in ``_templates/release-strings.html``, so ``nox -s i18n`` puts them
+into ``locale/zh_CN/LC_MESSAGES/sphinx.po`` and the Chinese build shows them translated; the
+outputs and errors are PyTorch's and stay as printed.
+"""
+
+from __future__ import annotations
+
+import json
+
+import releases
+
+SECTION_ID = "across-releases"
+
+
+def recordings() -> dict[str, dict]:
+    """Every recording in ``docs/release_recordings``, by release label, in release order."""
+    found = {}
+    for path in sorted(
+        releases.RECORDINGS.glob("*.json"), key=lambda p: releases.release_key(p.stem)
+    ):
+        found[path.stem] = json.loads(path.read_text(encoding="utf-8"))
+    return found
+
+
+def outcome(page: dict | None) -> str:
+    """``"same"``, ``"differs"``, ``"fails"`` or ``"missing"`` for one page on one release."""
+    if page is None:
+        return "missing"
+    if page["status"] != "ran":
+        return "fails"
+    return "differs" if page.get("differs") else "same"
+
+
+def slug_of(docname: str) -> str | None:
+    """``auto_examples/<topic>/plot_<slug>`` → ``<slug>``; ``None`` for other documents."""
+    name = docname.rsplit("/", 1)[-1]
+    if not docname.startswith("auto_examples/") or not name.startswith("plot_"):
+        return None
+    return name.removeprefix("plot_").replace("_", "-")
+
+
+#: The labels, in English: each is a msgid of the "sphinx" catalog (see the module docstring).
+LABELS = {
+    "title": "Across releases",
+    "intro": (
+        "This page's example, run on the CPU under each PyTorch release in a fresh environment "
+        "(nox -s releases) and compared with PyTorch {reference}, the release this site is "
+        "built with. Lines tagged [measured] and line numbers inside PyTorch are not compared."
+    ),
+    "release": "PyTorch",
+    "recorded": "Recorded",
+    "result": "Result",
+    "reference": "the reference: the outputs shown on this page",
+    "same": "same output as PyTorch {reference}",
+    "differs": "output differs from PyTorch {reference} (- {reference}, + this release):",
+    "fails": "stops with an error:",
+    "missing": "not recorded",
+    "same_short": "same",
+    "differs_short": "differs",
+    "fails_short": "fails",
+    "page": "Page",
+    "matrix": (
+        "Recorded with nox -s releases on {machine}; compared with PyTorch {reference}. "
+        "Recorded: {dates}."
+    ),
+}
+
+
+def _labels_english() -> list[str]:
+    return list(LABELS.values())
+
+
+def _labels() -> dict[str, str]:
+    from sphinx.locale import _
+
+    return {name: _(text) for name, text in LABELS.items()}
+
+
+def _untranslatable(node):
+    """Keep generated text out of the pages' catalogs: its labels are translated by ``_``."""
+    from docutils import nodes
+
+    for element in node.findall(nodes.TextElement):
+        element["translatable"] = False
+    return node
+
+
+def _table(widths, header, rows, classes):
+    from docutils import nodes
+
+    table = nodes.table(classes=classes)
+    group = nodes.tgroup(cols=len(widths))
+    table += group
+    group.extend(nodes.colspec(colwidth=w) for w in widths)
+
+    def row_of(cells):
+        row = nodes.row()
+        for cell in cells:
+            entry = nodes.entry()
+            entry.extend(cell if isinstance(cell, list) else [nodes.paragraph(cell, cell)])
+            row += entry
+        return row
+
+    head = nodes.thead()
+    head += row_of(header)
+    body = nodes.tbody()
+    body.extend(row_of(cells) for cells in rows)
+    group += head
+    group += body
+    return table
+
+
+def page_section(slug: str, found: dict[str, dict], env):
+    """The "Across releases" section of one page (a docutils section)."""
+    from docutils import nodes
+
+    labels = _labels()
+    reference = releases.REFERENCE
+    section = nodes.section(ids=[SECTION_ID], names=[SECTION_ID], classes=["pitfalls-releases"])
+    section += nodes.title(labels["title"], labels["title"])
+    intro = labels["intro"].format(reference=reference)
+    section += nodes.paragraph(intro, intro)
+    rows = []
+    for label in sorted(releases.RELEASES, key=releases.release_key):
+        recording = found.get(label)
+        page = recording["pages"].get(slug) if recording else None
+        kind = outcome(page)
+        date = recording["date"] if recording else ""
+        release = recording["torch"] if recording else releases.RELEASES[label][0].split("==")[-1]
+        if label == reference and kind == "same":
+            cell = [nodes.paragraph("", labels["reference"])]
+        else:
+            text = labels[kind].format(reference=reference)
+            cell = [nodes.paragraph(text, text, classes=[f"pitfalls-release-{kind}"])]
+            detail = (page or {}).get("error") if kind == "fails" else None
+            if kind == "differs":
+                detail = "\n".join(page["differs"])
+            if detail:
+                cell.append(nodes.literal_block(detail, detail, language="none"))
+        rows.append([release, date, cell])
+    header = [labels["release"], labels["recorded"], labels["result"]]
+    section += _table((2, 2, 10), header, rows, ["pitfalls-releases-table"])
+    return _untranslatable(section)
+
+
+def _page_tables(app, doctree) -> None:
+    """doctree-read: add the "Across releases" section at the end of each example page."""
+    from docutils import nodes
+
+    slug = slug_of(app.env.docname)
+    if slug is None:
+        return
+    app.env.note_dependency(str(releases.RECORDINGS))  # its time changes when a file is added
+    for path in releases.RECORDINGS.glob("*.json"):
+        app.env.note_dependency(str(path))
+    app.env.note_dependency(releases.__file__)
+    app.env.note_dependency(__file__)
+    top = next(iter(doctree.findall(nodes.section)), None)
+    if top is None:
+        return
+    section = page_section(slug, recordings(), app.env)
+    # sphinx-gallery ends the page (inside its last section) with a target, the download links
+    # (an "only" node whose id starts with sphx-glr-download) and its signature: the new section
+    # goes before them, and they move after it.
+    footer = next(
+        (
+            node
+            for node in top.findall(nodes.Element)
+            if any(i.startswith("sphx-glr-download") for i in node.get("ids", []))
+        ),
+        None,
+    )
+    tail = []
+    if footer is not None:
+        parent = footer.parent
+        start = parent.index(footer)
+        if start > 0 and isinstance(parent[start - 1], nodes.target):
+            start -= 1
+        tail = parent.children[start:]
+        del parent.children[start:]
+    top += section
+    for node in tail:
+        top += node
+
+
+def _matrix_directive():
+    from docutils import nodes
+    from sphinx import addnodes
+    from sphinx.util.docutils import SphinxDirective
+
+    class Matrix(SphinxDirective):
+        """``pitfalls-release-matrix``: every page × every release (same / differs / fails)."""
+
+        def run(self):
+            self.env.note_dependency(str(releases.RECORDINGS))
+            for path in releases.RECORDINGS.glob("*.json"):
+                self.env.note_dependency(str(path))
+            self.env.note_dependency(releases.__file__)
+            self.env.note_dependency(__file__)
+            labels = _labels()
+            found = recordings()
+            order = sorted(releases.RELEASES, key=releases.release_key)
+            slugs = sorted(releases.examples())
+            rows = []
+            for slug in slugs:
+                ref = addnodes.pending_xref(
+                    "",
+                    refdomain="std",
+                    reftype="ref",
+                    reftarget=slug,
+                    refexplicit=False,
+                    refwarn=True,
+                )
+                ref += nodes.inline(slug, slug)
+                cells = [[nodes.paragraph("", "", ref)]]
+                for label in order:
+                    recording = found.get(label)
+                    kind = outcome(recording["pages"].get(slug) if recording else None)
+                    text = labels[f"{kind}_short" if kind != "missing" else "missing"]
+                    cells.append(
+                        [nodes.paragraph(text, text, classes=[f"pitfalls-release-{kind}"])]
+                    )
+                rows.append(cells)
+            header = [labels["page"], *order]
+            table = _table((6, *([2] * len(order))), header, rows, ["pitfalls-release-matrix"])
+            dates = ", ".join(
+                f"{found[label]['torch']} {found[label]['date']}"
+                for label in order
+                if label in found
+            )
+            machines = sorted({recording["machine"] for recording in found.values()})
+            text = labels["matrix"].format(
+                reference=releases.REFERENCE, dates=dates, machine="; ".join(machines)
+            )
+            return [_untranslatable(nodes.paragraph(text, text)), _untranslatable(table)]
+
+    return Matrix
+
+
+def setup(app):
+    # Before Sphinx's own doctree-read collectors (priority 500): the section is in the page's
+    # table of contents.
+    app.connect("doctree-read", _page_tables, priority=400)
+    app.add_directive("pitfalls-release-matrix", _matrix_directive())
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,211 @@
+"""The recordings of the pages across PyTorch releases (``nox -s releases``) against the pages.
+
+``docs/release_recordings/<release>.json`` holds, per page, whether the example ran on that
+release, its output and the lines that differ from the reference release's (``releases.py``).
+These tests keep the recordings and the site's claims in step:
+
+- every page has a recording on every listed release, and no recording names a page that no
+  longer exists (the matrix cannot go stale silently);
+- every "Changed in PyTorch X.Y" (a page's section or a row of docs/changes.md) is checked where
+  the recordings cover releases on both sides of X.Y: the page's status or output on the last
+  recorded release before X.Y must differ from those on the first recorded release from X.Y on;
+- a change the recordings show between two consecutive recorded releases that no page or row
+  names fails the test below unless it is listed in :data:`NOT_YET_SAID` with what changed, so a
+  new one is reported (as a failure) and a listed one that the recordings no longer show too.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+
+import pytest
+
+from .conftest import ROOT, all_slugs, example_path
+
+sys.path.insert(0, str(ROOT / "docs" / "_ext"))
+import release_matrix  # noqa: E402
+import releases  # noqa: E402
+
+ORDER = sorted(releases.RELEASES, key=releases.release_key)
+RECORDINGS = release_matrix.recordings()
+
+#: Listed releases that have no recording yet: their test below is an expected failure, strict,
+#: so the gap shows in every test run (XFAIL, with -ra) and recording one (``nox -s releases --
+#: --releases X``) turns it into an XPASS that fails until the release leaves this set.
+NOT_YET_RECORDED: set[str] = set()
+
+#: Changes between two consecutive recorded releases that no "Changed in PyTorch" names yet, in
+#: tests/releases_not_yet_said.json: "<page> <first release that behaves differently>" -> what
+#: changed, as changes_seen() words it. The report of what the matrix found that the pages do not
+#: say yet: each entry is a behaviour to describe on its page (a "Changed in PyTorch X.Y" section
+#: then replaces the entry) or a difference of builds rather than of releases (2.13 is the CPU
+#: wheel; the other releases are CUDA builds, run without a GPU). Regenerate it with
+#: ``python -m tests.test_releases`` after recording, and read what changed.
+NOT_YET_SAID_FILE = ROOT / "tests" / "releases_not_yet_said.json"
+NOT_YET_SAID: dict[str, str] = json.loads(NOT_YET_SAID_FILE.read_text(encoding="utf-8"))
+
+
+def changed_in() -> set[tuple[str, str]]:
+    """(page, X.Y) for every "Changed in PyTorch X.Y": pages' sections and changes.md rows."""
+    found = set()
+    for slug in all_slugs():
+        text = example_path(slug).read_text(encoding="utf-8")
+        for version in re.findall(r"^# Changed in PyTorch (\d+\.\d+)", text, re.M):
+            found.add((slug, version))
+    changes = (ROOT / "docs" / "changes.md").read_text(encoding="utf-8")
+    for slug, since in re.findall(
+        r"^\| \{ref\}`([\w-]+)` \|.*\| ([\d.]+) \| [^|]* \|$", changes, re.M
+    ):
+        found.add((slug, ".".join(since.split(".")[:2])))
+    return found
+
+
+def behaviour(label: str, slug: str) -> tuple[str, tuple[str, ...]]:
+    page = RECORDINGS[label]["pages"][slug]
+    return page["status"], tuple(page["output"])
+
+
+def key(version: str) -> tuple[int, ...]:
+    return releases.release_key(version)
+
+
+@pytest.mark.parametrize(
+    "label",
+    [
+        pytest.param(
+            label,
+            marks=pytest.mark.xfail(
+                label in NOT_YET_RECORDED, reason=f"PyTorch {label} not recorded yet", strict=True
+            ),
+        )
+        for label in ORDER
+    ],
+)
+def test_every_page_is_recorded_on_every_listed_release(label):
+    assert label in RECORDINGS, f"no recording of PyTorch {label}: run `nox -s releases`"
+    recorded = set(RECORDINGS[label]["pages"])
+    missing = sorted(set(all_slugs()) - recorded)
+    assert not missing, f"PyTorch {label}: no recording of {missing} (run `nox -s releases`)"
+
+
+def test_no_recording_names_a_page_that_no_longer_exists():
+    gone = {
+        label: sorted(set(recording["pages"]) - set(all_slugs()))
+        for label, recording in RECORDINGS.items()
+    }
+    assert not any(gone.values()), gone
+    assert set(RECORDINGS) <= set(releases.RELEASES), "a recording of an unlisted release"
+
+
+def test_recordings_hold_their_provenance_and_compare_with_the_reference():
+    reference = RECORDINGS.get(releases.REFERENCE)
+    assert reference is not None
+    for label, recording in RECORDINGS.items():
+        for field in ("release", "torch", "python", "numpy", "date", "machine", "command"):
+            assert recording[field], (label, field)
+        assert recording["release"] == label
+        assert recording["torch"].startswith(releases.RELEASES[label][0].split("==")[1])
+        assert recording["reference"] == releases.REFERENCE
+        for slug, page in recording["pages"].items():
+            assert page["status"] in ("ran", "failed"), (label, slug)
+            assert (page["status"] == "failed") == bool(page.get("error")), (label, slug)
+            if label != releases.REFERENCE:
+                assert page["differs"] == releases.differences(
+                    page["output"], reference["pages"][slug]["output"]
+                ), f"{label}/{slug}: run `python docs/_ext/releases.py --rediff`"
+    assert all(page["status"] == "ran" for page in reference["pages"].values())
+
+
+def test_each_changed_in_section_differs_across_its_release():
+    checked = []
+    for slug, version in sorted(changed_in()):
+        before = [label for label in ORDER if key(label) < key(version) and label in RECORDINGS]
+        after = [label for label in ORDER if key(label) >= key(version) and label in RECORDINGS]
+        if not before or not after:
+            continue  # the recordings do not cover both sides
+        checked.append((slug, version))
+        assert behaviour(before[-1], slug) != behaviour(after[0], slug), (
+            f"{slug}: 'Changed in PyTorch {version}', but PyTorch {before[-1]} and {after[0]} "
+            "behave the same"
+        )
+    if not checked:
+        pytest.skip("no 'Changed in PyTorch' falls between two recorded releases")
+
+
+def changes_seen() -> dict[tuple[str, str], str]:
+    """(page, release) -> what: a page behaves differently than on the previous recorded release."""
+    recorded = [label for label in ORDER if label in RECORDINGS]
+    seen = {}
+    for previous, label in zip(recorded, recorded[1:], strict=False):
+        for slug in all_slugs():
+            if behaviour(previous, slug) == behaviour(label, slug):
+                continue
+            was, now = (RECORDINGS[x]["pages"][slug] for x in (previous, label))
+            if was["status"] != now["status"]:
+                error = (was.get("error") or now.get("error")).splitlines()[-1]
+                what = f"{was['status']} on {previous}, {now['status']} on {label}: {error}"
+            else:
+                lines = releases.differences(now["output"], was["output"])
+                what = f"{len(lines)} output line(s) differ from {previous}, first: {lines[0]}"
+            what = what if len(what) <= 160 else what[:159] + "…"
+            seen[(slug, label)] = what
+    return seen
+
+
+def unsaid_changes() -> dict[str, str]:
+    """The changes of changes_seen() that no "Changed in PyTorch" covers: "<page> <release>"."""
+    said = changed_in()
+    recorded = [label for label in ORDER if label in RECORDINGS]
+    unsaid = {}
+    for (slug, label), what in changes_seen().items():
+        previous = recorded[recorded.index(label) - 1]
+        if any(s == slug and key(previous) < key(version) <= key(label) for s, version in said):
+            continue
+        unsaid[f"{slug} {label}"] = what
+    return unsaid
+
+
+def test_changes_the_recordings_show_are_named_somewhere():
+    unsaid = unsaid_changes()
+    new = {name: what for name, what in unsaid.items() if name not in NOT_YET_SAID}
+    gone = sorted(set(NOT_YET_SAID) - set(unsaid))
+    assert not new and not gone, (
+        "changes across releases that no 'Changed in PyTorch' names and "
+        f"{NOT_YET_SAID_FILE.name} does not list: {json.dumps(new, indent=1)}; "
+        f"listed there but no longer shown by the recordings: {gone}"
+    )
+
+
+def test_the_labels_are_in_the_template_that_feeds_the_catalog():
+    template = (ROOT / "docs" / "_templates" / "release-strings.html").read_text(encoding="utf-8")
+    listed = set(re.findall(r'\{\{ _\("(.*)"\) \}\}', template))
+    assert set(release_matrix._labels_english()) == listed
+
+
+def test_each_page_section_shows_every_recorded_result():
+    for slug in all_slugs():
+        text = release_matrix.page_section(slug, RECORDINGS, None).astext()
+        for label, recording in RECORDINGS.items():
+            page = recording["pages"].get(slug)
+            assert recording["torch"] in text and recording["date"] in text
+            kind = release_matrix.outcome(page)
+            if kind == "fails":
+                assert page["error"].splitlines()[-1] in text, (slug, label)
+            elif kind == "differs":
+                assert all(line in text for line in page["differs"]), (slug, label)
+
+
+if __name__ == "__main__":  # python -m tests.test_releases: rewrite the list of unsaid changes
+
+    def order(name: str) -> tuple:
+        slug, label = name.rsplit(" ", 1)
+        return key(label), slug
+
+    found = unsaid_changes()
+    text = json.dumps(
+        {name: found[name] for name in sorted(found, key=order)}, indent=1, ensure_ascii=False
+    )
+    NOT_YET_SAID_FILE.write_text(text + "\n", encoding="utf-8")
+    print(f"{len(found)} change(s) not yet said, written to {NOT_YET_SAID_FILE}")
