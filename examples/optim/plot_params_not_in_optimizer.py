@@ -164,7 +164,6 @@ with expect_raises(RuntimeError, "(?i)float|double"):
     train(model, optimizer, inputs=x.double(), steps=1)
 
 # %%
-
 # The fix
 # -------
 #
