@@ -614,7 +614,7 @@ def _describer(language: str | None, base_url: str | None):
 def _findings(tree: ast.AST, source: str, path: str, active, describe) -> list[Finding]:
     """The sorted findings of one parsed module, noqa applied."""
     with _deep_recursion():
-        found = _analyse(tree, active)
+        found = _analyse(tree, active, source)
     if found and "noqa" in source.lower():
         found = _without_noqa(found, source)
     return sorted(Finding(path, line, col + 1, id_, describe(id_)) for line, col, id_ in found)
@@ -730,11 +730,11 @@ def _deep_recursion() -> Iterator[None]:
         sys.setrecursionlimit(previous)
 
 
-def _analyse(tree: ast.AST, active: frozenset[str]) -> list[tuple[int, int, str]]:
+def _analyse(tree: ast.AST, active: frozenset[str], source: str = "") -> list[tuple[int, int, str]]:
     """Every ``(line, column from 0, rule id)`` of the active rules, noqa not applied."""
     if not active:
         return []
-    return list(checks.run(checks.Context.of(tree), active))
+    return list(checks.run(checks.Context.of(tree, source), active))
 
 
 if __name__ == "__main__":

@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from torch_pitfalls.checks._ast import Imports
+from torch_pitfalls.checks._ast import Imports, statements
+
+_AFTER_A_DOT = re.compile(r"\.\s*([A-Za-z_]\w*)")
 
 Imports.__module__ = __name__  # documented here, with the rest of the rules' interface
 
@@ -51,6 +54,8 @@ class Context:
         attributes: every attribute name the module uses (``x.step`` gives ``step``), so that
             a rule can skip a module that cannot contain its pattern.
         cache: what an analysis shared by several rules keeps for the next one (by name).
+        statements: every statement of the module, nested ones included (walked once for all
+            rules).
     """
 
     tree: ast.AST
@@ -58,12 +63,22 @@ class Context:
     imports: Imports
     attributes: frozenset[str] = field(default_factory=frozenset)
     cache: dict = field(default_factory=dict)
+    statements: list = field(default_factory=list)
 
     @classmethod
     def of(cls, tree: ast.AST, source: str = "") -> Context:
-        """The context of ``tree`` (``source`` is its text, for rules that read comments)."""
-        names = frozenset(n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute))
-        return cls(tree, source, Imports(tree), names)
+        """The context of ``tree``; ``source`` is its text, if known.
+
+        With the text, ``attributes`` are read from it (every word after a dot: some that are
+        not attributes too, in strings and comments, which only makes a rule skip less); without
+        it, from the tree (several times slower).
+        """
+        if source:
+            names = frozenset(_AFTER_A_DOT.findall(source))
+        else:
+            names = frozenset(n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute))
+        every = list(statements(tree))
+        return cls(tree, source, Imports(tree, statements=every), names, statements=every)
 
 
 def modules() -> list:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -83,8 +84,19 @@ _SCOPE_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _LOOP_NODES = (ast.For, ast.AsyncFor, ast.While)
 
 
+# The words without which neither TP101 nor TP102 can report (a loss or a functional dropout is
+# always named in the text: in the call, or in the import that renames it).
+_ANY_LOSS_OR_DROPOUT = re.compile(r"cross_entropy|nll_loss|CrossEntropyLoss|NLLLoss|dropout")
+
+
 def expression_findings(context) -> list[tuple[int, int, str]]:
     """``(line, col, id)`` of ``TP101`` and ``TP102`` in the module (one reading, or a few)."""
+    if (
+        "expressions" not in context.cache
+        and context.source
+        and not _ANY_LOSS_OR_DROPOUT.search(context.source)
+    ):
+        context.cache["expressions"] = []  # no name either rule reports on: nothing to read
     if "expressions" not in context.cache:
         imports = _imports(context)
         # Each reading learns what the module's functions return; when it learnt something
@@ -125,7 +137,7 @@ def data_edit_findings(context) -> list[tuple[int, int, str]]:
 
 def _imports(context) -> Imports:
     if "imports" not in context.cache:
-        context.cache["imports"] = Imports(context.tree, _KNOWN_NAMES)
+        context.cache["imports"] = context.imports.knowing(_KNOWN_NAMES)
     return context.cache["imports"]
 
 

@@ -25,6 +25,9 @@ def child_statements(node: ast.AST) -> Iterator[ast.stmt]:
                 yield child
 
 
+_statements = statements
+
+
 class Imports:
     """The qualified name each imported name stands for, from every import of a module.
 
@@ -32,11 +35,11 @@ class Imports:
     *``) may bring: a bare name resolves through a star import only to one of them.
     """
 
-    def __init__(self, tree: ast.AST, known: frozenset[str] = frozenset()) -> None:
+    def __init__(self, tree: ast.AST, known: frozenset[str] = frozenset(), statements=None) -> None:
         self.names: dict[str, str] = {}
         self.star_modules: list[str] = []
         self.known = known
-        for node in statements(tree):
+        for node in _statements(tree) if statements is None else statements:
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.asname:
@@ -50,6 +53,12 @@ class Imports:
                         self.star_modules.append(node.module)
                     else:
                         self.names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+
+    def knowing(self, known: frozenset[str]) -> Imports:
+        """The same imports (not read again), with star imports resolving to ``known``."""
+        copy = object.__new__(Imports)
+        copy.names, copy.star_modules, copy.known = self.names, self.star_modules, known
+        return copy
 
     def imports_torch(self) -> bool:
         """Whether the module imports torch (or anything under it) anywhere."""

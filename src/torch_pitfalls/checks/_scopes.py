@@ -12,10 +12,11 @@ NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
 
 
-def scopes(tree: ast.Module) -> Iterator[ast.AST]:
-    """The module and every function in it (methods and nested functions included)."""
+def scopes(tree: ast.Module, every=None) -> Iterator[ast.AST]:
+    """The module and every function in it (methods and nested functions included); ``every``
+    is the module's statements, if already walked (``Context.statements``)."""
     yield tree
-    for node in statements(tree):
+    for node in statements(tree) if every is None else every:
         if isinstance(node, FUNCTIONS):
             yield node
 

@@ -64,7 +64,7 @@ def check(context: Context) -> Iterator[tuple[int, int]]:
     """Where a class of ``nn.Module`` keeps layers in a plain list or dict attribute."""
     if not context.imports.imports_torch():
         return
-    classes = [n for n in statements(context.tree) if isinstance(n, ast.ClassDef)]
+    classes = [n for n in context.statements if isinstance(n, ast.ClassDef)]
     modules: set[str] = set()
     changed = True
     while changed:  # classes of this module that derive from a module class, at any depth

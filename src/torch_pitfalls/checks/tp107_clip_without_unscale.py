@@ -55,7 +55,7 @@ def check(context: Context) -> Iterator[tuple[int, int]]:
         return
     if not any(_scaled_backward(node) for node in ast.walk(context.tree)):
         return  # the common case, and a cheap one: no scaled backward at all
-    for scope in scopes(context.tree):
+    for scope in scopes(context.tree, context.statements):
         backwards: list[tuple[ast.Call, tuple]] = []
         found: list[ast.Call] = []
         for node, path in walk_with_paths(scope):

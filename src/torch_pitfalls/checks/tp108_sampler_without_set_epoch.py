@@ -65,7 +65,7 @@ def check(context: Context) -> Iterator[tuple[int, int]]:
     ):
         return
     module_sets_epoch = "set_epoch" in context.attributes
-    for scope in scopes(context.tree):
+    for scope in scopes(context.tree, context.statements):
         yield from _check_scope(context, scope, module_sets_epoch)
 
 

@@ -49,7 +49,7 @@ def check(context: Context) -> Iterator[tuple[int, int]]:
     """Where a stored parameter generator is read a second time."""
     if not set(_METHODS) & context.attributes or not context.imports.imports_torch():
         return
-    for scope in scopes(context.tree):
+    for scope in scopes(context.tree, context.statements):
         if any(  # the common case, and a cheap test: no generator kept in a variable here
             isinstance(node, ast.Assign) and _is_generator(node.value) for node in statements(scope)
         ):
