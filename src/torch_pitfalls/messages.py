@@ -218,7 +218,7 @@ NOTE = {
     "en": "torch-pitfalls: this message of PyTorch is explained, with its fix, on the page",
     "zh_CN": "torch-pitfalls：PyTorch 这条消息的原因和修正见页面",
 }
-"""The generic note (and warning) text, followed by `` → `` and the page's URL, by language."""
+"""The generic note (and warning) text, followed by ``" → "`` and the page's URL, by language."""
 
 
 NOT_PYTORCH: tuple[tuple[str, str, str], ...] = (
