@@ -325,7 +325,7 @@ def test_a_rewritten_paragraph_keeps_its_translation_as_fuzzy():
 # finds it too, but only after a build). reST needs an escaped space there: 见\ :ref:`slug`。
 
 CJK_CHAR = re.compile(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef]")
-PAGE_REF = re.compile(r":ref:`([^`<]+?)(?:\s*<[^>]+>)?`")
+PAGE_REF = re.compile(r":(?:ref|doc):`([^`<]+?)(?:\s*<[^>]+>)?`")
 TITLED = re.compile(r"\.\. _([\w-]+):\n\n(.+)\n=+\n")
 
 
@@ -346,6 +346,15 @@ def chinese_titles() -> dict[str, str]:
             (e.msgstr for e in polib.pofile(str(catalog)) if e.msgid == english and e.msgstr),
             english,
         )
+    for page in (ROOT / "docs").glob("*.md"):  # :doc:`/detectors` shows its translated title
+        heading = re.search(r"^# (.+)$", page.read_text(encoding="utf-8"), re.MULTILINE)
+        catalog = MESSAGES / f"{page.stem}.po"
+        if heading and catalog.exists():
+            english = heading[1].strip()
+            titles[f"/{page.stem}"] = next(
+                (e.msgstr for e in polib.pofile(str(catalog)) if e.msgid == english and e.msgstr),
+                english,
+            )
     return titles
 
 
