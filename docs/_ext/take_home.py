@@ -638,9 +638,15 @@ def _point_downloads(app, doctree) -> None:
 
 
 def _publish_wheel(app, exception) -> None:
-    """Build the helper package's wheel into ``<site>/wheels/`` (``docs/_build/html/wheels``)."""
-    if exception is None and app.builder.format == "html":
-        build_wheel(Path(app.outdir).parent / "wheels")
+    """Build the helper package's wheel into ``<site>/wheels/`` (``docs/_build/html/wheels``),
+    once for both languages: again only when the package's sources are newer than the wheel."""
+    if exception is not None or app.builder.format != "html":
+        return
+    wheel = Path(app.outdir).parent / "wheels" / wheel_name()
+    sources = [ROOT / "pyproject.toml", *(ROOT / "src").rglob("*.py")]
+    if wheel.exists() and all(p.stat().st_mtime <= wheel.stat().st_mtime for p in sources):
+        return
+    build_wheel(wheel.parent)
 
 
 def setup(app):
