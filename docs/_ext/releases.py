@@ -43,7 +43,6 @@ RECORDINGS = ROOT / "docs" / "release_recordings"
 #: The releases measured, oldest first: label -> (pip requirement of torch, of NumPy).
 #: The one list of them: the docs build, the tests and the README read it from here.
 RELEASES: dict[str, tuple[str, str]] = {
-    "2.0": ("torch==2.0.1", "numpy==1.26.4"),  # built against NumPy 1: NumPy 2 breaks it
     "2.4": ("torch==2.4.1", "numpy==2.0.2"),
     "2.6": ("torch==2.6.0", "numpy==2.4.6"),
     "2.8": ("torch==2.8.0", "numpy==2.4.6"),
@@ -159,26 +158,64 @@ def cpu_name() -> str:
     return platform.processor() or "unknown CPU"
 
 
-def record(label: str, timeout: int, command: str, only: list[str] | None = None) -> dict:
+def install(label: str, venv: Path) -> dict:
+    """Make ``venv`` and install one release of PyTorch, its NumPy, Matplotlib and the project.
+
+    Returns what the recording's provenance says of it (seconds taken, bytes on disk, date); it
+    is also written to ``venv/installed.json``, so that a kept environment (``--environments``)
+    is reused only when it holds the same requirements.
+    """
+    torch_req, numpy_req = RELEASES[label]
+    requirements = [torch_req, numpy_req, *OTHER_REQUIREMENTS]
+    marker = venv / "installed.json"
+    if marker.exists():
+        done = json.loads(marker.read_text(encoding="utf-8"))
+        if done.get("requirements") == requirements:
+            print(f"== PyTorch {label}: reusing {venv} (installed {done['date']})", flush=True)
+            return done
+        shutil.rmtree(venv)
+    started = time.time()
+    run([sys.executable, "-m", "venv", str(venv)])
+    python = str(venv / "bin" / "python")
+    pip = [python, "-m", "pip", "install", "-q", "--no-cache-dir"]
+    run([*pip, *requirements])
+    run([*pip, "--no-deps", "-e", str(ROOT)])
+    done = {
+        "requirements": requirements,
+        "install_seconds": round(time.time() - started),
+        "disk_bytes": disk_usage(venv),
+        "date": dt.date.today().isoformat(),
+    }
+    marker.write_text(json.dumps(done) + "\n", encoding="utf-8")
+    return done
+
+
+def record(
+    label: str,
+    timeout: int,
+    command: str,
+    only: list[str] | None = None,
+    environments: Path | None = None,
+) -> dict:
     """Install one release in a fresh environment, run every example there, delete it.
 
     With ``only``, run those pages alone and replace them in the release's existing recording
     (after a page changed); the recording lists them under ``rerun`` with the command and date.
+    With ``environments``, the environment is ``environments/<release>``, made only when missing
+    and kept (for work on the pages; several GB each).
     """
     torch_req, numpy_req = RELEASES[label]
     reference = load(REFERENCE) if label != REFERENCE else None
-    started = time.time()
-    free_before = shutil.disk_usage(tempfile.gettempdir()).free
-    print(f"== PyTorch {label}: {free_before / 1e9:.0f} GB free in {tempfile.gettempdir()}")
+    where = environments if environments is not None else Path(tempfile.gettempdir())
+    where.mkdir(parents=True, exist_ok=True)
+    free_before = shutil.disk_usage(where).free
+    print(f"== PyTorch {label}: {free_before / 1e9:.0f} GB free in {where}")
     with tempfile.TemporaryDirectory(prefix=f"torch-pitfalls-{label}-") as tmp:
-        venv = Path(tmp) / "venv"
-        run([sys.executable, "-m", "venv", str(venv)])
+        venv = (environments / label) if environments is not None else Path(tmp) / "venv"
+        installed_env = install(label, venv)
         python = str(venv / "bin" / "python")
-        pip = [python, "-m", "pip", "install", "-q", "--no-cache-dir"]
-        run([*pip, torch_req, numpy_req, *OTHER_REQUIREMENTS])
-        run([*pip, "--no-deps", "-e", str(ROOT)])
         installed = time.time()
-        disk = disk_usage(venv)
+        disk = installed_env["disk_bytes"]
         versions = subprocess.run(
             [
                 python,
@@ -248,7 +285,7 @@ def record(label: str, timeout: int, command: str, only: list[str] | None = None
         "machine": f"{platform.system()} {platform.machine()}, {cpu_name()}, "
         f"{os.cpu_count()} CPUs, no GPU visible",
         "command": command,
-        "install_seconds": round(installed - started),
+        "install_seconds": installed_env["install_seconds"],
         "run_seconds": round(time.time() - installed),
         "disk_bytes": disk,
         "pages": pages,
@@ -325,6 +362,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--timeout", type=int, default=TIMEOUT, help="seconds per example")
     parser.add_argument(
+        "--environments",
+        type=Path,
+        metavar="DIR",
+        help="keep each release's environment in DIR/<release> and reuse it (not deleted)",
+    )
+    parser.add_argument(
+        "--install-only",
+        action="store_true",
+        help="with --environments: only make the environments (no example runs)",
+    )
+    parser.add_argument(
         "--keep-going", action="store_true", help="on to the next release when one fails to install"
     )
     parser.add_argument(
@@ -348,9 +396,15 @@ def main(argv: list[str] | None = None) -> int:
         todo.insert(0, REFERENCE)
     todo.sort(key=lambda label: label != REFERENCE)  # the reference first
     failed = []
+    if args.install_only:
+        if args.environments is None:
+            parser.error("--install-only needs --environments DIR")
+        for label in args.releases:
+            install(label, args.environments / label)
+        return 0
     for label in todo:
         try:
-            record(label, args.timeout, command.strip(), args.pages)
+            record(label, args.timeout, command.strip(), args.pages, args.environments)
         except subprocess.CalledProcessError as err:
             failed.append(label)
             print(f"== PyTorch {label}: not recorded ({err})", flush=True)
