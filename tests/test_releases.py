@@ -197,6 +197,54 @@ def test_each_page_section_shows_every_recorded_result():
                 assert all(line in text for line in page["differs"]), (slug, label)
 
 
+def test_a_release_that_differs_links_the_changed_in_sections_between_it_and_the_reference():
+    from docutils import nodes
+
+    older = ORDER[0]
+    newer = ORDER[-1]
+    assert releases.release_key(older) < releases.release_key(releases.REFERENCE)
+    found = {
+        label: {"torch": label, "date": "2026-12-01", "pages": {"p": page}}
+        for label, page in {
+            older: {"status": "failed", "error": "RuntimeError: old", "output": []},
+            releases.REFERENCE: {"status": "ran", "output": ["new"]},
+            newer: {"status": "ran", "output": ["newer"], "differs": ["-new", "+newer"]},
+        }.items()
+    }
+    between = ORDER[1]  # after the oldest release, not after the reference
+    changes = {
+        between: ("changed-in-pytorch-x", "Changed in PyTorch " + between),
+        "99.0": ("changed-in-pytorch-99-0", "Changed in PyTorch 99.0"),
+    }
+    section = release_matrix.page_section("p", found, None, changes)
+    links = {
+        row[0].astext(): [ref["refid"] for ref in row.findall(nodes.reference)]
+        for row in section.findall(nodes.row)
+    }
+    assert links[older] == ["changed-in-pytorch-x"]
+    assert links[newer] == []  # 99.0 is newer than every recorded release
+    assert links[releases.REFERENCE] == []
+    assert "Explained in the section: Changed in PyTorch " + between in section.astext()
+
+
+def test_changed_in_sections_are_found_by_their_source_title():
+    from docutils import nodes
+
+    tree = nodes.section()
+    for ids, names, title in [
+        (["changed-in-pytorch-2-6"], ["changed in pytorch 2.6"], "在 PyTorch 2.6 中的变化"),
+        (["changed-in-pytorch-1-10-the-message"], [], "Changed in PyTorch 1.10: the message"),
+        (["why"], ["why"], "Why"),
+    ]:
+        section = nodes.section(ids=ids, names=names)
+        section += nodes.title(title, title)
+        tree += section
+    assert release_matrix.changes_of(tree) == {
+        "2.6": ("changed-in-pytorch-2-6", "在 PyTorch 2.6 中的变化"),
+        "1.10": ("changed-in-pytorch-1-10-the-message", "Changed in PyTorch 1.10: the message"),
+    }
+
+
 if __name__ == "__main__":  # python -m tests.test_releases: rewrite the list of unsaid changes
 
     def order(name: str) -> tuple:

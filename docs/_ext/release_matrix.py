@@ -15,6 +15,7 @@ outputs and errors are PyTorch's and stay as printed.
 from __future__ import annotations
 
 import json
+import re
 
 import releases
 
@@ -54,8 +55,11 @@ LABELS = {
     "intro": (
         "This page's example, run on the CPU under each PyTorch release in a fresh environment "
         "(nox -s releases) and compared with PyTorch {reference}, the release this site is "
-        "built with. Lines tagged [measured] and line numbers inside PyTorch are not compared."
+        "built with. Lines tagged [measured] and line numbers inside PyTorch are not compared. "
+        "PyTorch {reference} is the CPU-only wheel; the other releases are the builds the "
+        "Python Package Index serves (with CUDA, +cuNNN), run without a GPU."
     ),
+    "explained": "Explained in the section:",
     "release": "PyTorch",
     "recorded": "Recorded",
     "result": "Result",
@@ -119,8 +123,45 @@ def _table(widths, header, rows, classes):
     return table
 
 
-def page_section(slug: str, found: dict[str, dict], env):
-    """The "Across releases" section of one page (a docutils section)."""
+def changes_of(doctree) -> dict[str, tuple[str, str]]:
+    """The page's "Changed in PyTorch X.Y" sections: ``"X.Y"`` -> (section id, title as shown).
+
+    The title is the one the page shows (translated on a Chinese page); the release is read from
+    the section's names, which keep the English source title.
+    """
+    from docutils import nodes
+
+    found = {}
+    for section in doctree.findall(nodes.section):
+        for name in section.get("names", []) + section.get("ids", []):
+            match = CHANGED_IN.match(name)
+            if match and section.get("ids"):
+                found.setdefault(
+                    match[1].replace("-", "."), (section["ids"][0], section[0].astext())
+                )
+    return found
+
+
+CHANGED_IN = re.compile(r"changed[ -]in[ -]pytorch[ -](\d+[.-]\d+)", re.I)
+
+
+def explaining(label: str, changes: dict[str, tuple[str, str]]) -> list[tuple[str, str]]:
+    """The sections of ``changes`` about a change between release ``label`` and the reference."""
+    here, reference = releases.release_key(label), releases.release_key(releases.REFERENCE)
+    low, high = min(here, reference), max(here, reference)
+    return [
+        changes[version]
+        for version in sorted(changes, key=releases.release_key)
+        if low < releases.release_key(version) <= high
+    ]
+
+
+def page_section(slug: str, found: dict[str, dict], env, changes=None):
+    """The "Across releases" section of one page (a docutils section).
+
+    ``changes`` (from :func:`changes_of`): where a release differs or fails, the cell links the
+    page's "Changed in PyTorch X.Y" sections that fall between that release and the reference.
+    """
     from docutils import nodes
 
     labels = _labels()
@@ -146,6 +187,12 @@ def page_section(slug: str, found: dict[str, dict], env):
                 detail = "\n".join(page["differs"])
             if detail:
                 cell.append(nodes.literal_block(detail, detail, language="none"))
+            if kind in ("differs", "fails"):
+                for refid, title in explaining(label, changes or {}):
+                    link = nodes.reference("", title, internal=True, refid=refid)
+                    paragraph = nodes.paragraph("", labels["explained"] + " ")
+                    paragraph += link
+                    cell.append(paragraph)
         rows.append([release, date, cell])
     header = [labels["release"], labels["recorded"], labels["result"]]
     section += _table((2, 2, 10), header, rows, ["pitfalls-releases-table"])
@@ -167,7 +214,7 @@ def _page_tables(app, doctree) -> None:
     top = next(iter(doctree.findall(nodes.section)), None)
     if top is None:
         return
-    section = page_section(slug, recordings(), app.env)
+    section = page_section(slug, recordings(), app.env, changes_of(doctree))
     # sphinx-gallery ends the page (inside its last section) with a target, the download links
     # (an "only" node whose id starts with sphx-glr-download) and its signature: the new section
     # goes before them, and they move after it.

@@ -61,6 +61,9 @@ OTHER_REQUIREMENTS = ["matplotlib==3.11.2"]
 TIMEOUT = 900  # seconds per example
 
 MEASURED = "[measured]"
+#: Lines that libraries under PyTorch log to the standard output on some releases only (Gloo's
+#: "[Gloo] Rank 0 is connected to 0 peer ranks" on 2.8 and 2.10): not the page's output.
+LIBRARY_LOGS = ("[Gloo] ",)
 TORCH_CXX_SOURCE = re.compile(r"(Triggered internally at )[^)]*:\d+\.?\)")
 TORCH_SOURCE = re.compile(r"(site-packages/torch/[\w/.]+\.py)[:\", line]+\d+")
 
@@ -81,13 +84,14 @@ def examples() -> dict[str, Path]:
 def normalise(text: str, venv: str) -> list[str]:
     """The output lines that can be compared between releases and runs.
 
-    Drops the lines tagged ``[measured]`` (times, memory) and blank lines, replaces the temporary
+    Drops the lines tagged ``[measured]`` (times, memory), the logs of :data:`LIBRARY_LOGS` and
+    blank lines, replaces the temporary
     environment's path by ``<venv>`` and the repository's by ``<repo>``, and the line numbers of
     source locations inside PyTorch (``.../site-packages/torch/....py:NNN``) by ``N``.
     """
     lines = []
     for line in text.splitlines():
-        if not line.strip() or line.startswith(MEASURED):
+        if not line.strip() or line.startswith((MEASURED, *LIBRARY_LOGS)):
             continue
         line = line.replace(venv, "<venv>").replace(str(ROOT), "<repo>")
         lines.append(relocate(line))
@@ -330,7 +334,11 @@ def rediff() -> list[str]:
     if reference is None:
         return changed
     for page in reference["pages"].values():
-        page["output"] = [relocate(line, reference["torch"]) for line in page["output"]]
+        page["output"] = [
+            relocate(line, reference["torch"])
+            for line in page["output"]
+            if not line.startswith(LIBRARY_LOGS)
+        ]
     text = json.dumps(reference, indent=1, ensure_ascii=False) + "\n"
     path = RECORDINGS / f"{REFERENCE}.json"
     if text != path.read_text(encoding="utf-8"):
@@ -341,7 +349,11 @@ def rediff() -> list[str]:
             continue
         recording = json.loads(path.read_text(encoding="utf-8"))
         for slug, page in recording["pages"].items():
-            page["output"] = [relocate(line, recording["torch"]) for line in page["output"]]
+            page["output"] = [
+                relocate(line, recording["torch"])
+                for line in page["output"]
+                if not line.startswith(LIBRARY_LOGS)
+            ]
             if slug in reference["pages"]:
                 page["differs"] = differences(page["output"], reference["pages"][slug]["output"])
         text = json.dumps(recording, indent=1, ensure_ascii=False) + "\n"
