@@ -111,7 +111,9 @@ def test_every_changed_behaviour_is_in_the_changes_table():
     table = (ROOT / "docs" / "changes.md").read_text(encoding="utf-8")
     rows = set(re.findall(r"^\| \{ref\}`([\w-]+)` \|.*\| (\d+\.\d+(?:\.\d+)?) ", table, re.M))
     assert changed_sections(), "no page has a 'Changed in PyTorch X.Y' section"
-    assert rows == changed_sections()
+    # a row without a section: a message that its page shows only in passing
+    assert changed_sections() <= rows, changed_sections() - rows
+    assert {slug for slug, _ in rows} <= set(all_slugs())
 
 
 def test_gallery_thumbnails_are_translated():

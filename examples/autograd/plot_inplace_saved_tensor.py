@@ -51,14 +51,20 @@ print(f"device: {device}")
 x = torch.randn(4, device=device, requires_grad=True)
 gate = x.sigmoid()
 _ = gate.mul_(2)
-stale = r"output 0 of Sigmoid(Backward0)?, is at version 1; expected version 0"  # the name varies
-with expect_raises(RuntimeError, stale):
+# PyTorch 2.12 and older name the backward node, SigmoidBackward0 (see "Changed in PyTorch 2.13")
+node = "" if torch.__version__ >= "2.13" else "Backward0"
+stale = rf"output 0 of Sigmoid{node}, is at version 1; expected version 0"
+# PyTorch 2.10 and older hint set_detect_anomaly(True) (see "Changed in PyTorch 2.11")
+check_nan = ", check_nan=False" if torch.__version__ >= "2.11" else ""
+hint = rf"set_detect_anomaly\(True{check_nan}\)\.$"
+with expect_raises(RuntimeError, stale + ".*" + hint):
     gate.sum().backward()
 
 # %%
 # The message names the changed tensor by its shape and by the operation that produced it
-# ("output 0 of Sigmoid"), then compares two versions: the one the tensor is at now, and the one
-# autograd recorded when it saved it.
+# ("output 0 of Sigmoid"; before PyTorch 2.13, its backward node "SigmoidBackward0"), then
+# compares two versions: the one the tensor is at now, and the one autograd recorded when it
+# saved it.
 #
 # Why
 # ---
@@ -139,7 +145,7 @@ layer(inputs).relu().sum().backward()
 print("same weight gradient with relu_ and relu:", torch.allclose(grad_inplace, layer.weight.grad))
 torch.testing.assert_close(grad_inplace, layer.weight.grad)
 
-with expect_raises(RuntimeError, r"output 0 of Exp(Backward0)?, is at version 1"):
+with expect_raises(RuntimeError, rf"output 0 of Exp{node}, is at version 1"):
     layer(inputs).exp().relu_().sum().backward()
 
 # %%
@@ -174,7 +180,7 @@ with torch.no_grad():
     _ = gate.mul_(2)
 print("version of gate after mul_ under no_grad:", gate._version)
 assert gate._version == 1
-with expect_raises(RuntimeError, r"output 0 of Sigmoid(Backward0)?, is at version 1"):
+with expect_raises(RuntimeError, rf"output 0 of Sigmoid{node}, is at version 1"):
     gate.sum().backward()
 
 # %%
@@ -201,6 +207,26 @@ assert "Traceback of forward call" in anomaly_first_line
 # %%
 # The traceback points at the sigmoid, the operation whose saved output was changed; the in-place
 # operation that changed it comes somewhere after that line.
+#
+# Changed in PyTorch 2.11: the hint
+# ---------------------------------
+#
+# Without anomaly detection the message ends with a hint.
+# Up to PyTorch 2.10 it read ``... with torch.autograd.set_detect_anomaly(True).``; since
+# `PyTorch 2.11 <https://github.com/pytorch/pytorch/releases/tag/v2.11.0>`_ it reads
+# ``... with torch.autograd.set_detect_anomaly(True, check_nan=False).``, which records the
+# tracebacks without also checking every gradient for NaN.
+#
+# Changed in PyTorch 2.13: the operation's name
+# ---------------------------------------------
+#
+# Up to PyTorch 2.12 the message named the backward node of the operation that produced the
+# tensor: ``which is output 0 of SigmoidBackward0``, ``output 0 of AsStridedBackward0`` for a
+# parameter.
+# Since `PyTorch 2.13 <https://github.com/pytorch/pytorch/releases/tag/v2.13.0>`_ it names the
+# forward operation: ``which is output 0 of Sigmoid``, ``output 0 of AsStrided``
+# (`PR 180383 <https://github.com/pytorch/pytorch/pull/180383>`_).
+# The anomaly-mode warning above still names the backward node, ``SigmoidBackward0``.
 #
 # Detectors
 # ---------

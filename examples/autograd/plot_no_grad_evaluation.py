@@ -300,7 +300,11 @@ assert 0.8 < inference_ratio < 1.25
 # on them fails as soon as the head saves its input for backward:
 
 head = nn.Linear(10, 2).to(device)
-with expect_raises(RuntimeError, "Inference tensors cannot be saved for backward"):
+if torch.__version__ >= "2.9":
+    advice = r"or use `torch\.no_grad\(\)` instead of `torch\.inference_mode\(\)`"
+else:  # PyTorch 2.8 and older suggest only the clone, see "Changed in PyTorch 2.9" below
+    advice = "To work around you can make a clone to get a normal tensor"
+with expect_raises(RuntimeError, "Inference tensors cannot be saved for backward.*" + advice):
     head(features)
 
 # %%
@@ -332,6 +336,17 @@ print(
     volatile_out.requires_grad,
 )
 assert type(old_style) is torch.Tensor and volatile_out.requires_grad
+
+# %%
+# Changed in PyTorch 2.9: the message
+# -----------------------------------
+#
+# Up to PyTorch 2.8 the error above ended with
+# ``To work around you can make a clone to get a normal tensor and use it in autograd.``
+# Since `PyTorch 2.9 <https://github.com/pytorch/pytorch/releases/tag/v2.9.0>`_ it also says not
+# to use inference tensors in computation tracked by autograd, and ends with
+# ``or use `torch.no_grad()` instead of `torch.inference_mode()`.``
+# (`PR 161164 <https://github.com/pytorch/pytorch/pull/161164>`_).
 
 # %%
 # Detectors

@@ -222,8 +222,10 @@ torch.testing.assert_close(loss_ce, loss_log_softmax)
 for dtype, name in ((torch.float32, "Float"), (torch.int32, "Int")):
     if device.type == "cuda":
         refusal = (NotImplementedError, f"not implemented for '{name}'")
-    else:
+    elif torch.__version__ >= "2.12":
         refusal = (RuntimeError, f"expected target dtype to be Long or Byte, but got {name}")
+    else:  # PyTorch 2.11 and older, see "Changed in PyTorch 2.12" below
+        refusal = (RuntimeError, f"expected scalar type Long but found {name}")
     with expect_raises(*refusal):
         nn.CrossEntropyLoss()(logits, target.to(dtype))
 loss_long = nn.CrossEntropyLoss()(logits, target)
@@ -289,6 +291,18 @@ loss_smoothing = nn.CrossEntropyLoss(label_smoothing=eps)(logits, target)
 loss_smoothed_target = nn.CrossEntropyLoss()(logits, smoothed)
 print(f"label_smoothing={eps}: {loss_smoothing:.6f}  smoothed target: {loss_smoothed_target:.6f}")
 torch.testing.assert_close(loss_smoothing, loss_smoothed_target)
+
+# %%
+# Changed in PyTorch 2.12: the message
+# ------------------------------------
+#
+# Before PyTorch 2.12 the CPU refused a float or ``int32`` class-index target with
+# ``expected scalar type Long but found Float`` (or ``... found Int``), which does not say that
+# ``uint8`` is accepted too.
+# Since `PyTorch 2.12 <https://github.com/pytorch/pytorch/releases/tag/v2.12.0>`_ the message is
+# ``expected target dtype to be Long or Byte, but got Float``
+# (`PR 175151 <https://github.com/pytorch/pytorch/pull/175151>`_).
+# The refusal itself, and the dtypes accepted, are the same.
 
 # %%
 # Detectors

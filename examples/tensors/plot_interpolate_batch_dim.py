@@ -40,6 +40,8 @@ Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_ev
 # A tiny synthetic RGB image of 8×8 pixels, in PyTorch's channels-first layout ``(C, H, W)``:
 # red grows down the rows, green grows along the columns, and blue is a checkerboard.
 # We want it twice as large in both directions, 16×16.
+import re
+
 import torch
 import torch.nn.functional as F
 
@@ -112,10 +114,17 @@ assert torch.equal(upsampled, stretched)
 
 # %%
 # A grayscale image of shape ``(H, W)`` is refused, since no layout has fewer than three
-# dimensions:
+# dimensions (the list of modes in the message has ``lanczos`` only since PyTorch 2.12):
 
 gray = img[0]
-with expect_raises(NotImplementedError, r"Only 3D, 4D and 5D input Tensors supported \(got 2D\)"):
+if torch.__version__ >= "2.12":
+    modes = "nearest | linear | bilinear | bicubic | trilinear | lanczos | area | nearest-exact"
+else:  # PyTorch 2.11 and older have no lanczos mode
+    modes = "nearest | linear | bilinear | bicubic | trilinear | area | nearest-exact"
+with expect_raises(
+    NotImplementedError,
+    r"Only 3D, 4D and 5D input Tensors supported \(got 2D\) for the modes: " + re.escape(modes),
+):
     F.interpolate(gray, scale_factor=2)
 
 # %%

@@ -160,7 +160,11 @@ alias = torch.Tensor(source)
 same_memory = alias.data_ptr() == source.data_ptr()
 print("torch.Tensor(an int64 tensor): dtype", alias.dtype, "| same memory:", same_memory)
 assert alias.dtype == torch.int64 and same_memory
-with expect_warns(UserWarning, r"recommended to use sourceTensor\.detach\(\)\.clone\(\)"):
+if torch.__version__ >= "2.7":
+    copy_advice = r"recommended to use sourceTensor\.detach\(\)\.clone\(\)"
+else:  # PyTorch 2.6 and older, see "Changed in PyTorch 2.7" below
+    copy_advice = r"recommended to use sourceTensor\.clone\(\)\.detach\(\)"
+with expect_warns(UserWarning, copy_advice):
     copy = torch.tensor(source)
 assert copy.data_ptr() != source.data_ptr()
 
@@ -224,6 +228,16 @@ assert shared.dtype == torch.float64 and shared.data_ptr() == array.ctypes.data
 typed = torch.FloatTensor(1)
 print(f"torch.FloatTensor(1): shape {tuple(typed.shape)}, dtype {typed.dtype}")
 assert typed.shape == (1,) and typed.dtype == torch.float32
+
+# %%
+# Changed in PyTorch 2.7: the message
+# -----------------------------------
+#
+# Before `PyTorch 2.7 <https://github.com/pytorch/pytorch/releases/tag/v2.7.0>`_ the warning of
+# ``torch.tensor(source)`` recommended the other order, ``sourceTensor.clone().detach()``; since
+# 2.7 it recommends ``sourceTensor.detach().clone()``, which does not record the copy in the
+# graph.
+# Both give the same tensor.
 
 # %%
 # Takeaway

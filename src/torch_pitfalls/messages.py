@@ -121,8 +121,9 @@ MESSAGES: tuple[Message, ...] = (
     _e("RuntimeError", r"Error\(s\) in loading state_dict", "state-dict-prefix", "serialization"),
     _e("TypeError", r"RNG state must be a torch\.ByteTensor", "resume-training", "serialization"),
     # losses
-    _e("RuntimeError", r"expected target dtype to be Long or Byte", "cross-entropy-expects-logits",
-       "losses"),
+    # "expected scalar type Long but found Float" up to PyTorch 2.11
+    _e("RuntimeError", r"expected target dtype to be Long or Byte|expected scalar type Long but "
+       r"found", "cross-entropy-expects-logits", "losses"),
     _e("IndexError", r"Target -?\d+ is out of bounds", "cross-entropy-expects-logits", "losses"),
     _e("RuntimeError", r"unsafe to autocast", "bce-with-logits", "losses"),
     _w("UserWarning", r"Using a target size \(.*\) that is different to the input size",
@@ -175,8 +176,9 @@ MESSAGES: tuple[Message, ...] = (
     _w("UserWarning", r"on expanded tensors is deprecated", "expand-inplace-write", "tensors"),
     _w("UserWarning", r"Implicit dimension choice for \w+ has been deprecated", "softmax-dim",
        "tensors"),
-    _e("TypeError", r'softmax\(\) missing 1 required positional arguments: "dim"', "softmax-dim",
-       "tensors"),
+    # up to PyTorch 2.12: "softmax() received an invalid combination of arguments"
+    _e("TypeError", r'softmax\(\) (missing 1 required positional arguments: "dim"|received an '
+       r"invalid combination of arguments)", "softmax-dim", "tensors"),
     _e("RuntimeError", r"Expected dtype int32 or int64 for index", "index-select", "tensors"),
     _e("IndexError", r"Index is supposed to be (an empty tensor or )?a vector", "index-select",
        "tensors"),
@@ -189,8 +191,10 @@ MESSAGES: tuple[Message, ...] = (
     _e("TypeError", r"new\(\): data must be a sequence", "legacy-tensor-constructor", "tensors"),
     _e("RuntimeError", r"legacy constructor expects device type", "legacy-tensor-constructor",
        "tensors"),
+    # up to PyTorch 2.6 the warning recommends sourceTensor.clone().detach()
     _w("UserWarning", r"To copy construct from a tensor, it is recommended to use "
-       r"sourceTensor\.detach\(\)\.clone\(\)", "legacy-tensor-constructor", "tensors"),
+       r"sourceTensor\.(detach\(\)\.clone|clone\(\)\.detach)\(\)", "legacy-tensor-constructor",
+       "tensors"),
     # numerics, data, performance, distributed
     _e("RuntimeError", r"Function '\w+' returned nan values in its \d+\w* output",
        "nan-grad-masked-branch", "numerics"),
