@@ -292,7 +292,8 @@ PAGE_NEEDS_CUDA = {
     "unsafe to autocast",
 }
 PAGE_NEEDS_NO_ACCELERATOR = {
-    "Cannot access accelerator device when none is available",
+    "Cannot access accelerator device when none is available"
+    "|Found no NVIDIA driver on your system|CUDA driver version is insufficient",
     "no accelerator is found",
 }
 
@@ -300,6 +301,9 @@ NOT_PYTORCHS = {
     r"indices must be in \[0, 3\) for dim 0, got 0\.\.5": "the page's own checked helper",
     "Error detected in SqrtBackward0": "anomaly mode's header before any backward error",
     "Error detected in SigmoidBackward0": "anomaly mode's header before any backward error",
+    "unexpected keyword argument 'decoupled_weight_decay'": "Python's, on 2.6 and older (no such "
+    "argument of Adam)",
+    "has no attribute 'Buffer'": "Python's, on 2.4 and older (no nn.Buffer)",
 }
 """Messages a page asserts that are not PyTorch's (or that precede another one), and why."""
 
