@@ -149,7 +149,7 @@ assert defaults == {"Adam": 0, "AdamW": 0.01}
 # (:ref:`weight-decay-norm-bias`).
 #
 # Changed in PyTorch 2.7: ``Adam(decoupled_weight_decay=True)``
-# ---------------------------------------------------------------
+# -------------------------------------------------------------
 #
 # Up to PyTorch 2.6, :class:`~torch.optim.Adam` and :class:`~torch.optim.AdamW` were two separate
 # implementations, and ``Adam`` raised a ``TypeError`` for ``decoupled_weight_decay``.

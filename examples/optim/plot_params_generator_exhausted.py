@@ -140,7 +140,7 @@ assert returned.item() > 10 and abs(after_fixed - 1.0) < 1e-3
 # ``clip_by_total_norm`` becomes ``parameters = list(parameters)``.
 #
 # Changed in PyTorch 2.8: ``clip_grad_norm_`` warns
-# --------------------------------------------------
+# -------------------------------------------------
 #
 # Up to PyTorch 2.7, ``clip_grad_norm_`` given an exhausted generator returned a norm of 0 and
 # clipped nothing, silently.
