@@ -113,10 +113,11 @@ print("refused:", re.search(r"Unsupported global: GLOBAL \S+", caught.message).g
 # Changed in PyTorch 2.7: ``GLOBAL print``
 # ----------------------------------------
 #
-# PyTorch 2.6 and older named a built-in with its module, ``GLOBAL builtins.print``, and told you
-# to allowlist ``[Linear]`` where a class was imported from elsewhere.
-# `PyTorch 2.7 <https://github.com/pytorch/pytorch/releases/tag/v2.7.0>`_ names built-ins as you
-# write them and gives other classes with their module (``[torch.nn.modules.linear.Linear]``)
+# PyTorch 2.6 and older named a built-in with its module (``GLOBAL builtins.print``) and
+# suggested allowlisting a class by its bare name (``add_safe_globals([Linear])``).
+# `PyTorch 2.7 <https://github.com/pytorch/pytorch/releases/tag/v2.7.0>`_ names built-ins as Python
+# code does (``GLOBAL print``) and suggests the class's full path
+# (``add_safe_globals([torch.nn.modules.linear.Linear])``)
 # (`pull request #146815 <https://github.com/pytorch/pytorch/pull/146815>`_, for
 # `issue #146886 <https://github.com/pytorch/pytorch/issues/146886>`_).
 

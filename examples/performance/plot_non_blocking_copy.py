@@ -39,7 +39,7 @@ Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_ev
 # Without one, it raises an error whose text depends on the build: the CPU-only wheel says that
 # no accelerator is available; a CUDA build on a machine without an NVIDIA driver (the default
 # wheel on Linux, on a laptop without an NVIDIA GPU) says "Found no NVIDIA driver on your system"
-# since PyTorch 2.8, said the same as the CPU-only wheel in 2.6, and a CUDA error in 2.4.
+# in PyTorch 2.8 and later (2.6 said the same as the CPU-only wheel, 2.4 gave a CUDA error).
 import time
 import warnings
 
