@@ -21,7 +21,7 @@ because unpickling an arbitrary object can run arbitrary code.
    :ref:`device-agnostic-code` (``map_location`` puts the loaded tensors on your device).
 
 Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`,
-:func:`~torch_pitfalls.expect_raises`.
+:func:`~torch_pitfalls.expect_raises`, :func:`~torch_pitfalls.expect_warns`.
 """
 
 # %%
@@ -39,7 +39,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from torch_pitfalls import expect_raises, get_device, seed_everything
+from torch_pitfalls import expect_raises, expect_warns, get_device, seed_everything
 
 seed_everything(0)
 device = get_device()
@@ -50,11 +50,17 @@ folder = Path(workdir.name)
 model = nn.Linear(4, 2).to(device)
 torch.save(model, folder / "whole_model.pt")
 
-with expect_raises(pickle.UnpicklingError, "Unsupported global", show=False) as caught:
-    torch.load(folder / "whole_model.pt")
-message = re.sub(r"\x1b\[[0-9;]*m", "", caught.message)  # drop the terminal's bold markers
-print(f"{type(caught.exception).__name__}: {message}")
-assert "GLOBAL torch.nn.modules.linear.Linear" in message
+if torch.__version__ >= "2.6":
+    with expect_raises(pickle.UnpicklingError, "Unsupported global", show=False) as caught:
+        torch.load(folder / "whole_model.pt")
+    message = re.sub(r"\x1b\[[0-9;]*m", "", caught.message)  # drop the terminal's bold markers
+    print(f"{type(caught.exception).__name__}: {message}")
+    assert "GLOBAL torch.nn.modules.linear.Linear" in message
+else:  # PyTorch 2.5 and older: it loads, with a warning, see "Changed in PyTorch 2.6" below
+    with expect_warns(FutureWarning, "You are using `torch\\.load` with `weights_only=False`"):
+        whole_model = torch.load(folder / "whole_model.pt")
+    print("loaded:", whole_model)
+    assert isinstance(whole_model, nn.Linear)
 
 # %%
 # The message names the class it refused, :class:`~torch.nn.Linear`, and offers two ways out;
@@ -63,14 +69,17 @@ assert "GLOBAL torch.nn.modules.linear.Linear" in message
 # Changed in PyTorch 2.6
 # ----------------------
 #
-# Until PyTorch 2.5, :func:`torch.load` defaulted to ``weights_only=False`` and unpickled anything.
+# Until PyTorch 2.5, :func:`torch.load` defaulted to ``weights_only=False`` and unpickled anything;
+# 2.4 and 2.5 loaded the whole model above with a ``FutureWarning`` announcing the change.
 # `PyTorch 2.6 <https://github.com/pytorch/pytorch/releases/tag/v2.6.0>`_ changed the default to
 # ``weights_only=True`` (`pull request #137602 <https://github.com/pytorch/pytorch/pull/137602>`_).
 # The installed PyTorch says so in the message itself:
 
-changed_in = re.search(r"In PyTorch (\d+\.\d+), we changed the default value", message).group(1)
-print(f"torch {torch.__version__}: the default of weights_only changed in PyTorch {changed_in}")
-assert changed_in == "2.6"
+if torch.__version__ >= "2.6":
+    found = re.search(r"In PyTorch (\d+\.\d+), we changed the default value", message)
+    changed_in = found.group(1)
+    print(f"torch {torch.__version__}: the default of weights_only changed in PyTorch {changed_in}")
+    assert changed_in == "2.6"
 
 # %%
 # Why
@@ -95,10 +104,22 @@ torch.save(Payload(), folder / "payload.pt")
 # global the file names, so the payload never runs:
 
 with expect_raises(
-    pickle.UnpicklingError, "Unsupported global: GLOBAL print", show=False
+    pickle.UnpicklingError, "Unsupported global: GLOBAL (builtins\\.)?print", show=False
 ) as caught:
-    torch.load(folder / "payload.pt")
+    torch.load(folder / "payload.pt", weights_only=True)
 print("refused:", re.search(r"Unsupported global: GLOBAL \S+", caught.message).group(0))
+
+# %%
+# Changed in PyTorch 2.7: ``GLOBAL print``
+# ----------------------------------------
+#
+# PyTorch 2.6 and older named a built-in with its module (``GLOBAL builtins.print``) and
+# suggested allowlisting a class by its bare name (``add_safe_globals([Linear])``).
+# `PyTorch 2.7 <https://github.com/pytorch/pytorch/releases/tag/v2.7.0>`_ names built-ins as Python
+# code does (``GLOBAL print``) and suggests the class's full path
+# (``add_safe_globals([torch.nn.modules.linear.Linear])``)
+# (`pull request #146815 <https://github.com/pytorch/pytorch/pull/146815>`_, for
+# `issue #146886 <https://github.com/pytorch/pytorch/issues/146886>`_).
 
 # %%
 # With ``weights_only=False`` the file's code runs during :func:`torch.load`, before your code
@@ -171,18 +192,28 @@ class TrainConfig:
 config = TrainConfig(lr=1e-3, epochs=3)
 torch.save({"model": model.state_dict(), "config": config}, folder / "with_config.pt")
 with expect_raises(pickle.UnpicklingError, "Unsupported global", show=False) as caught:
-    torch.load(folder / "with_config.pt")
+    torch.load(folder / "with_config.pt", weights_only=True)
 print("refused:", re.search(r"Unsupported global: GLOBAL \S+", caught.message).group(0))
 
 # %%
 # **If you trust a class, put it on the allowlist instead of switching the check off.**
 # :func:`torch.serialization.add_safe_globals` adds classes for the rest of the process (call it
-# once at start-up); the ``torch.serialization.safe_globals`` context manager adds them only inside
-# its block, which this page uses so that it leaves the process as it found it.
+# once at start-up); the ``torch.serialization.safe_globals`` context manager (PyTorch 2.5 and
+# later) adds them only inside its block, which this page uses so that it leaves the process as it
+# found it.
 # Everything else in the file is still checked.
 
-with torch.serialization.safe_globals([TrainConfig]):
-    with_config = torch.load(folder / "with_config.pt", map_location=device)
+if torch.__version__ >= "2.6":
+    with torch.serialization.safe_globals([TrainConfig]):
+        with_config = torch.load(folder / "with_config.pt", map_location=device)
+else:  # PyTorch 2.5 and older: ask for weights_only=True; 2.4 has only add_safe_globals
+    allowed = torch.serialization.get_safe_globals()
+    torch.serialization.add_safe_globals([TrainConfig])
+    try:
+        with_config = torch.load(folder / "with_config.pt", map_location=device, weights_only=True)
+    finally:
+        torch.serialization.clear_safe_globals()
+        torch.serialization.add_safe_globals(allowed)
 print("config:", with_config["config"])
 assert with_config["config"] == config
 

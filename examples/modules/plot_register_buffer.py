@@ -182,13 +182,33 @@ print("restored model predicts the same:", fixed_same_prediction)
 assert fixed_same_prediction
 
 # %%
-# Assigning a :class:`torch.nn.Buffer` registers a buffer too, as assigning a
+# Since PyTorch 2.5, assigning a :class:`torch.nn.Buffer` registers a buffer too, as assigning a
 # :class:`~torch.nn.Parameter` registers a parameter: ``self.mean = nn.Buffer(mean)``.
+# Older releases have no ``nn.Buffer`` (see "Changed in PyTorch 2.5" below), and
+# ``register_buffer`` is the way on every release:
 
 holder = nn.Module()
-holder.mean = nn.Buffer(torch.zeros(3))
+if torch.__version__ >= "2.5":
+    holder.mean = nn.Buffer(torch.zeros(3))
+else:  # PyTorch 2.4 and older: no nn.Buffer
+    with expect_raises(AttributeError, "module 'torch\\.nn' has no attribute 'Buffer'"):
+        nn.Buffer(torch.zeros(3))
+    holder.register_buffer("mean", torch.zeros(3))
 print("buffers of the holder:", [name for name, _ in holder.named_buffers()])
 assert [name for name, _ in holder.named_buffers()] == ["mean"]
+
+# %%
+# Changed in PyTorch 2.5: ``nn.Buffer``
+# -------------------------------------
+#
+# Up to PyTorch 2.4, :meth:`~torch.nn.Module.register_buffer` was the only way to register a
+# buffer, and ``torch.nn.Buffer`` did not exist.
+# `PyTorch 2.5 <https://github.com/pytorch/pytorch/releases/tag/v2.5.0>`_ added it
+# (`pull request #125971 <https://github.com/pytorch/pytorch/pull/125971>`_, "Make adding Buffers
+# more like adding Parameters", which answers
+# `issue #35735 <https://github.com/pytorch/pytorch/issues/35735>`_); assigning one calls
+# ``register_buffer``, with its ``persistent`` argument.
+# Code that must run on older releases keeps ``register_buffer``.
 
 # %%
 # Buffers that stay out of the checkpoint: ``persistent=False``

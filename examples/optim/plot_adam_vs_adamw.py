@@ -23,7 +23,8 @@ decay that most recipes mean by "weight decay" with Adam.
 
    :ref:`weight-decay-norm-bias` (what weight decay does under SGD and AdamW).
 
-Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`.
+Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`,
+:func:`~torch_pitfalls.expect_raises`.
 """
 
 # %%
@@ -35,7 +36,7 @@ Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_ev
 # Weight decay should shrink each weight in proportion to its size:
 import torch
 
-from torch_pitfalls import get_device, seed_everything
+from torch_pitfalls import expect_raises, get_device, seed_everything
 
 seed_everything(0)
 device = get_device()
@@ -120,11 +121,16 @@ assert abs(adamw_after[0] - adamw_after[1]) < 0.01  # AdamW: the same decay for 
 #
 # **For weight decay with Adam, use AdamW**; keep ``Adam(weight_decay=...)`` for when you really
 # want an L2 penalty.
-# Recent PyTorch releases also accept ``Adam(decoupled_weight_decay=True)``, which is AdamW:
+# Since PyTorch 2.7, ``Adam(decoupled_weight_decay=True)`` is AdamW too (older releases refuse the
+# argument, see "Changed in PyTorch 2.7" below):
 
-as_adamw = one_step(torch.optim.Adam, decoupled_weight_decay=True)
-print("Adam(decoupled_weight_decay=True) moves the weights by:", [f"{m:.2e}" for m in as_adamw])
-assert as_adamw == adamw_moves
+if torch.__version__ >= "2.7":
+    as_adamw = one_step(torch.optim.Adam, decoupled_weight_decay=True)
+    print("Adam(decoupled_weight_decay=True) moves the weights by:", [f"{m:.2e}" for m in as_adamw])
+    assert as_adamw == adamw_moves
+else:  # PyTorch 2.6 and older: Adam has no such argument
+    with expect_raises(TypeError, "unexpected keyword argument 'decoupled_weight_decay'"):
+        one_step(torch.optim.Adam, decoupled_weight_decay=True)
 
 # %%
 # The two also differ in their defaults, and a value does not carry over from one to the other:
@@ -142,6 +148,21 @@ assert defaults == {"Adam": 0, "AdamW": 0.01}
 # Whichever you use, leave biases and normalisation weights out of the decay
 # (:ref:`weight-decay-norm-bias`).
 #
+# Changed in PyTorch 2.7: ``Adam(decoupled_weight_decay=True)``
+# -------------------------------------------------------------
+#
+# Up to PyTorch 2.6, :class:`~torch.optim.Adam` and :class:`~torch.optim.AdamW` were two separate
+# implementations, and ``Adam`` raised a ``TypeError`` for ``decoupled_weight_decay``.
+# `PyTorch 2.7 <https://github.com/pytorch/pytorch/releases/tag/v2.7.0>`_ made AdamW a subclass
+# of Adam that sets ``decoupled_weight_decay=True``
+# (`pull request #143710 <https://github.com/pytorch/pytorch/pull/143710>`_, "Refactor AdamW into
+# Adam").
+# On every release, ``AdamW`` is the spelling that works:
+
+print("AdamW is a subclass of Adam:", issubclass(torch.optim.AdamW, torch.optim.Adam))
+assert issubclass(torch.optim.AdamW, torch.optim.Adam) == (torch.__version__ >= "2.7")
+
+# %%
 # A real-world report
 # -------------------
 #

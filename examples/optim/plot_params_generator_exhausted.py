@@ -34,6 +34,8 @@ Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_ev
 # optimizer, and given again to :func:`~torch.nn.utils.clip_grad_norm_`, which should scale the
 # gradients down to a total norm of at most 1.
 # The loss is scaled up so that the gradients are large:
+import warnings
+
 import torch
 from torch import nn
 
@@ -49,14 +51,22 @@ x, y = torch.randn(32, 8, device=device), torch.randn(32, 1, device=device)
 
 def grad_norm(parameters):
     """The total 2-norm of the gradients, as clip_grad_norm_ computes it."""
-    return torch.nn.utils.get_total_norm([p.grad for p in parameters]).item()
+    norms = torch.stack([torch.linalg.vector_norm(p.grad) for p in parameters])
+    return torch.linalg.vector_norm(norms).item()
 
 
 params = model.parameters()
 optimizer = torch.optim.SGD(params, lr=0.01)
 (100 * nn.functional.mse_loss(model(x), y)).backward()
-with expect_warns(UserWarning, "empty generator"):
-    returned = nn.utils.clip_grad_norm_(params, max_norm=1.0)
+if torch.__version__ >= "2.8":
+    with expect_warns(UserWarning, "empty generator"):
+        returned = nn.utils.clip_grad_norm_(params, max_norm=1.0)
+else:  # PyTorch 2.7 and older: no warning, see "Changed in PyTorch 2.8" below
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        returned = nn.utils.clip_grad_norm_(params, max_norm=1.0)
+    print("warnings:", [str(w.message) for w in seen])
+    assert seen == []
 after = grad_norm(model.parameters())
 print(f"clip_grad_norm_ returned {returned.item()}; gradient norm after clipping: {after:.1f}")
 assert returned.item() == 0 and after > 10
@@ -64,7 +74,7 @@ assert returned.item() == 0 and after > 10
 # %%
 # **Nothing was clipped**: the function saw no parameters, returned a norm of 0 and left the
 # gradients as they were; the next optimizer step applies them in full.
-# Today's PyTorch at least warns (the line above).
+# Since PyTorch 2.8 it at least warns (the line above); older releases say nothing.
 #
 # Why
 # ---
@@ -129,15 +139,16 @@ assert returned.item() > 10 and abs(after_fixed - 1.0) < 1e-3
 # Functions that take parameters should do the same with their argument: the first line of
 # ``clip_by_total_norm`` becomes ``parameters = list(parameters)``.
 #
-# Today's warning
-# ---------------
+# Changed in PyTorch 2.8: ``clip_grad_norm_`` warns
+# -------------------------------------------------
 #
-# The warning shown above comes from
-# `pull request #151529 <https://github.com/pytorch/pytorch/pull/151529>`_ (April 2025), in answer
-# to `pytorch/pytorch issue #148259 <https://github.com/pytorch/pytorch/issues/148259>`_.
-# The pull request was labelled as not user-facing, so it is not in the release notes, and this
-# page does not name the first release that has the warning; older releases clip nothing,
-# silently.
+# Up to PyTorch 2.7, ``clip_grad_norm_`` given an exhausted generator returned a norm of 0 and
+# clipped nothing, silently.
+# `PyTorch 2.8 <https://github.com/pytorch/pytorch/releases/tag/v2.8.0>`_ is the first release
+# with the warning shown above
+# (`pull request #151529 <https://github.com/pytorch/pytorch/pull/151529>`_, April 2025, in answer
+# to `pytorch/pytorch issue #148259 <https://github.com/pytorch/pytorch/issues/148259>`_); the pull
+# request was labelled as not user-facing, so the release notes do not mention it.
 # It covers ``clip_grad_norm_`` only: functions of your own or of other libraries get no such
 # check.
 #
@@ -194,5 +205,5 @@ assert [(f.line, f.rule) for f in static["wrong"]] == [(6, "TP109")] and static[
 #
 # **model.parameters() can be looped over once: keep list(model.parameters()) in a variable, or
 # call model.parameters() at each use.**
-# An optimizer given an exhausted generator raises an error and ``clip_grad_norm_`` warns, but a
-# function that loops over its argument twice gets no help.
+# An optimizer given an exhausted generator raises an error and ``clip_grad_norm_`` warns (since
+# PyTorch 2.8), but a function that loops over its argument twice gets no help.

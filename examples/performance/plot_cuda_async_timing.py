@@ -38,6 +38,7 @@ Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_ev
 # roughly as much:
 import inspect
 import time
+import timeit
 
 import torch
 from torch.utils import benchmark
@@ -154,11 +155,21 @@ with cuda_section(device, "CUDA events", measured=True) as live:
 #
 # :class:`torch.utils.benchmark.Timer` does the synchronising for you, on every device.
 # Its default clock is a small function of PyTorch's; here is its source, read from the
-# installed PyTorch:
+# installed PyTorch (before PyTorch 2.13, the code that chose the clock when the module was
+# imported, see "Changed in PyTorch 2.13" below):
 
 default_clock = inspect.signature(benchmark.Timer).parameters["timer"].default
-print(inspect.getsource(default_clock))
-assert "torch.accelerator.synchronize()" in inspect.getsource(default_clock)
+print(f"Timer's default clock: {default_clock.__module__}.{default_clock.__name__}")
+if torch.__version__ >= "2.13":
+    print(inspect.getsource(default_clock))
+    assert "torch.accelerator.synchronize()" in inspect.getsource(default_clock)
+else:  # PyTorch 2.12 and older: the clock was chosen once, at import
+    module_source = inspect.getsource(inspect.getmodule(benchmark.Timer))
+    start = module_source.index("\n", module_source.index("__all__"))
+    choice = module_source[start : module_source.index("\nclass Language")].strip()
+    print(choice)
+    assert "synchronize()" in choice and "timer = timeit.default_timer" in choice
+    assert torch.cuda.is_available() or default_clock is timeit.default_timer
 
 # %%
 # **Timer synchronises the accelerator before every clock reading**, so its times include the
@@ -201,6 +212,21 @@ print(measured(f"{label}, Timer: {timer_ratio:.1f}×", device))
 assert timer_ratio > 2
 
 # %%
+# Changed in PyTorch 2.13: the default clock checks for an accelerator at each call
+# ---------------------------------------------------------------------------------
+#
+# Up to PyTorch 2.12, ``torch.utils.benchmark`` chose its default clock once, when it was
+# imported: a function that synchronises the GPU if one was available at that moment, else
+# ``timeit.default_timer`` itself (:func:`time.perf_counter`), which synchronises nothing; the
+# section above prints that code on those releases.
+# Timing a GPU was right either way, but the check at import broke device backends that register
+# themselves after importing the module
+# (`issue #158825 <https://github.com/pytorch/pytorch/issues/158825>`_).
+# `PyTorch 2.13 <https://github.com/pytorch/pytorch/releases/tag/v2.13.0>`_ moved the check into
+# the clock, which asks at each call
+# (`pull request #181716 <https://github.com/pytorch/pytorch/pull/181716>`_, "Fix import-time
+# device loading in benchmark timer").
+#
 # A real-world report: "synchronize makes my model 6 times slower"
 # ----------------------------------------------------------------
 #

@@ -35,8 +35,13 @@ Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_ev
 # A GPU copies to and from host memory by direct memory access, which needs memory that the
 # operating system will not move or swap out: pinned, or page-locked, memory.
 # Ordinary CPU tensors are not pinned; :meth:`~torch.Tensor.pin_memory` returns a pinned copy,
-# and needs an accelerator to do it:
+# and needs an accelerator to do it.
+# Without one, it raises an error whose text depends on the build: the CPU-only wheel says that
+# no accelerator is available; a CUDA build on a machine without an NVIDIA driver (the default
+# wheel on Linux, on a laptop without an NVIDIA GPU) says "Found no NVIDIA driver on your system"
+# in PyTorch 2.8 and later (2.6 said the same as the CPU-only wheel, 2.4 gave a CUDA error).
 import time
+import warnings
 
 import torch
 from torch.utils.data import DataLoader, TensorDataset
@@ -52,7 +57,10 @@ from torch_pitfalls import (
 
 seed_everything(0)
 device = get_device()
-accelerator = torch.accelerator.is_available()
+if torch.__version__ >= "2.6":
+    accelerator = torch.accelerator.is_available()
+else:  # PyTorch 2.5 and older: no torch.accelerator, see "Changed in PyTorch 2.6" below
+    accelerator = torch.cuda.is_available()
 print(f"device: {device} | an accelerator is available: {accelerator}")
 
 host = torch.arange(6, dtype=torch.float32)
@@ -62,21 +70,32 @@ if accelerator:
     pinned = host.pin_memory()
     print("after pin_memory():", pinned.is_pinned())
     assert pinned.is_pinned()
-else:
-    with expect_raises(RuntimeError, "Cannot access accelerator device when none is available"):
+else:  # CPU-only builds (and 2.6), CUDA builds without a driver (2.8 and later, 2.4)
+    with expect_raises(
+        RuntimeError,
+        "Cannot access accelerator device when none is available"
+        "|Found no NVIDIA driver on your system|CUDA driver version is insufficient",
+    ):
         host.pin_memory()
 
 # %%
 # A :class:`~torch.utils.data.DataLoader` with ``pin_memory=True`` puts each batch in pinned
 # memory, ready for a fast copy to the GPU.
-# Without an accelerator it warns and gives ordinary batches:
+# Without an accelerator it warns and gives ordinary batches (before PyTorch 2.7, without a
+# warning):
 
 loader = DataLoader(TensorDataset(torch.arange(8.0)), batch_size=4, pin_memory=True)
 if accelerator:
     (batch,) = next(iter(loader))
-else:
+elif torch.__version__ >= "2.7":
     with expect_warns(UserWarning, "no accelerator is found"):
         (batch,) = next(iter(loader))
+else:  # PyTorch 2.6 and older: no warning, see "Changed in PyTorch 2.7" below
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        (batch,) = next(iter(loader))
+    print("warnings:", [str(w.message) for w in seen])
+    assert seen == []
 print("the DataLoader's batch is pinned:", batch.is_pinned())
 assert batch.is_pinned() == accelerator
 
@@ -217,6 +236,27 @@ with cuda_section(device, "waiting for the copy with an event") as live:
 #
 # See also :ref:`item-and-tolist`: ``.item()`` and ``.tolist()`` are blocking copies to the host,
 # safe to read and costly to call often.
+#
+# Changed in PyTorch 2.6: ``torch.accelerator``
+# ---------------------------------------------
+#
+# :mod:`torch.accelerator`, which this page asks whether an accelerator is available, first
+# appeared in `PyTorch 2.6 <https://github.com/pytorch/pytorch/releases/tag/v2.6.0>`_
+# (`pull request #132204 <https://github.com/pytorch/pytorch/pull/132204>`_, "Introduce a
+# device-agnostic runtime API design"); on older releases, ``torch.cuda.is_available()`` asks the
+# same of CUDA.
+
+print("torch.accelerator exists:", hasattr(torch, "accelerator"))
+assert hasattr(torch, "accelerator") == (torch.__version__ >= "2.6")
+
+# %%
+# Changed in PyTorch 2.7: the DataLoader warns
+# --------------------------------------------
+#
+# Up to PyTorch 2.6, a ``DataLoader(pin_memory=True)`` on a machine without CUDA gave ordinary
+# batches without a word.
+# Since `PyTorch 2.7 <https://github.com/pytorch/pytorch/releases/tag/v2.7.0>`_ it asks
+# :mod:`torch.accelerator` and warns that "no accelerator is found", as the first section shows.
 #
 # Takeaway
 # --------

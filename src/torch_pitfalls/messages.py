@@ -113,6 +113,8 @@ MESSAGES: tuple[Message, ...] = (
        "devices", "TP007"),
     _e("TypeError", r"can't convert cuda.*numpy", "tensor-to-numpy", "devices", "TP008"),
     _e("UnpicklingError", r"Weights only load failed", "torch-load-weights-only", "devices"),
+    _w("FutureWarning", r"You are using `torch\.load` with `weights_only=False`",
+       "torch-load-weights-only", "devices"),  # 2.4 and 2.5
     _e("RuntimeError", r"Expected all tensors to be on the same device", "device-agnostic-code",
        "devices"),
     _e("RuntimeError", r"is not on the expected device", "device-agnostic-code", "devices"),
@@ -143,6 +145,8 @@ MESSAGES: tuple[Message, ...] = (
        "modules"),
     _e("NotImplementedError", r'is missing the required "forward" function', "modulelist-vs-list",
        "modules"),
+    _e("AttributeError", r"module 'torch\.nn' has no attribute 'Buffer'", "register-buffer",
+       "modules"),  # 2.4
     # optimizers
     _w("UserWarning", r"Detected call of `lr_scheduler\.step\(\)` before `optimizer\.step\(\)`",
        "scheduler-step-order", "optim"),
@@ -150,6 +154,8 @@ MESSAGES: tuple[Message, ...] = (
        "scheduler-step-order", "optim"),
     _e("ValueError", r"optimizer got an empty parameter list", "params-generator-exhausted",
        "optim"),
+    _e("TypeError", r"unexpected keyword argument 'decoupled_weight_decay'", "adam-vs-adamw",
+       "optim"),  # 2.6 and older
     _w("UserWarning", r"`parameters` is an empty generator, no gradient clipping will occur",
        "params-generator-exhausted", "optim"),
     _e("ValueError", r"some parameters appear in more than one parameter group",
