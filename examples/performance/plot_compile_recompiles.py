@@ -113,7 +113,7 @@ else:  # see "Changed in PyTorch 2.8" below (measured: 2 on PyTorch 2.6 and 2.7,
 
 # %%
 # Eight compilations in twelve calls, then none, although the last four steps had new values
-# too.
+# too (before PyTorch 2.8, the same loop compiled twice: see "Changed in PyTorch 2.8" below).
 # Dynamo logged why it wanted to compile again at each new value (``TORCH_LOGS="recompiles"``
 # prints the same to the terminal): 7 recompilations, and an eighth attempt, refused.
 # The first two reasons:
