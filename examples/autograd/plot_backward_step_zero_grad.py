@@ -103,7 +103,7 @@ optimizer = torch.optim.SGD(net.parameters(), lr=1.0)
 loss_before = F.cross_entropy(net(images), targets)
 loss_before.backward()
 grad_norms = {name: p.grad.norm().item() for name, p in net.named_parameters()}
-print("gradient norms after backward:", grad_norms)
+print("gradient norms after backward:", {name: round(n, 4) for name, n in grad_norms.items()})
 assert all(n > 0 for n in grad_norms.values())
 
 # %%
@@ -439,7 +439,7 @@ for _ in range(3):
     loss.backward()
     optimizer.step()
     losses.append(loss.item())
-print("loss at each step:", losses)
+print("loss at each step:", [round(v, 4) for v in losses])
 assert losses[0] > losses[1] > losses[2]
 
 # %%

@@ -265,7 +265,8 @@ batches = [
 def rnn_loss(inputs, targets, h):
     """Run one batch from hidden state ``h``: returns the loss and the new hidden state."""
     out, h = rnn(inputs, h)
-    return nn.functional.mse_loss(head(out[:, -1]), targets), h
+    last = out.select(1, -1)  # out[:, -1]; its ":" adds a node of its own on PyTorch 2.8 and older
+    return nn.functional.mse_loss(head(last), targets), h
 
 
 h = torch.zeros(1, 3, 4, device=device)

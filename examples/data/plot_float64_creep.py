@@ -82,14 +82,20 @@ with expect_raises(RuntimeError, "mat1 and mat2 (must|to) have the same dtype"):
 # Casting the features, a common first fix, makes the forward pass work.
 # The targets are still float64, and the loss takes them without a word: it is computed in
 # float64, and so is its backward pass down to the prediction.
+# Before PyTorch 2.12 that backward pass refused the mix with an error instead (see
+# "Changed in PyTorch 2.12" below).
 
 pred = model(x.to(device).float()).squeeze(1)
 loss = F.mse_loss(pred, y.to(device))
-loss.backward()
+if torch.__version__ >= "2.12":
+    loss.backward()
+    assert model.weight.grad.dtype == torch.float32
+else:  # PyTorch 2.11 and older: see "Changed in PyTorch 2.12" below
+    with expect_raises(RuntimeError, "Found dtype Double but expected Float"):
+        loss.backward()
 print("prediction:", pred.dtype, "| target:", y.dtype, "| loss:", loss.dtype)
 print("bytes per target element:", y.element_size())
-assert pred.dtype == torch.float32 and loss.dtype == torch.float64
-assert model.weight.grad.dtype == torch.float32 and y.element_size() == 8
+assert pred.dtype == torch.float32 and loss.dtype == torch.float64 and y.element_size() == 8
 
 # %%
 # Why
@@ -188,6 +194,20 @@ print(
 assert shared[0, 0].item() == 100.0 and as_float32[0, 0].item() != 100.0
 
 # %%
+# Changed in PyTorch 2.12: the MSE loss's backward pass accepts mixed dtypes
+# --------------------------------------------------------------------------
+#
+# Up to PyTorch 2.11, the forward pass of :func:`~torch.nn.functional.mse_loss` promoted a
+# float32 prediction and a float64 target to float64 as it does now, but its backward pass did
+# not: ``loss.backward()`` stopped with ``RuntimeError: Found dtype Double but expected Float``,
+# an error that named neither the loss nor the target.
+# `Pull request #175743 <https://github.com/pytorch/pytorch/pull/175743>`_ (fixing
+# `issue #94086 <https://github.com/pytorch/pytorch/issues/94086>`_) made the backward pass
+# promote its inputs as well, first released in PyTorch 2.12.
+# **On older releases the float64 target is not silent: it stops the training step; the cast in
+# the dataset is the fix on every release.**
+
+# %%
 # A real-world report: "Unexpected Float64 type output for float input to default_collate"
 # ----------------------------------------------------------------------------------------
 #
@@ -199,7 +219,7 @@ assert shared[0, 0].item() == 100.0 and as_float32[0, 0].item() != 100.0
 # round users' data; a ``collate_fn`` of your own, or a cast, chooses otherwise.
 # The behaviour is unchanged today, as ``default_collate`` showed above, and with the PyTorch this
 # page was built with, an MSE loss of a float32 prediction and such a target raises nothing: it
-# is computed in float64.
+# is computed in float64 (before PyTorch 2.12, its backward pass raised).
 #
 # Takeaway
 # --------

@@ -178,6 +178,27 @@ print("training=False is the identity:", torch.equal(explicit_off, hidden))
 assert ((no_flag == 0) & (hidden != 0)).any() and torch.equal(explicit_off, hidden)
 
 # %%
+# Changed in PyTorch 2.7: other dropout masks on the CPU for the same seed
+# ------------------------------------------------------------------------
+#
+# On the CPU, dropout draws its mask with ``bernoulli_(1 - p)``.
+# Up to PyTorch 2.6 that drew from Intel MKL's generator, seeded with one number taken from
+# PyTorch's generator; since PyTorch 2.7 it draws one number per element from PyTorch's generator
+# itself, so that the mask is ``torch.rand(...) < 1 - p`` (measured with PyTorch 2.6.0 and
+# 2.7.1; we did not find the pull request).
+# **The same seed gives other dropout masks before and after 2.7: the outputs printed at the top
+# of this page differ between those releases, and so does a seeded training run with dropout.**
+
+with torch.random.fork_rng(devices=[]):  # leaves the page's generator as it was
+    torch.manual_seed(0)
+    kept = F.dropout(torch.ones(16), p=0.5) != 0
+    torch.manual_seed(0)
+    uniform = torch.rand(16, dtype=torch.float64)
+mask_is_rand = torch.equal(kept, uniform < 0.5)
+print("on the CPU, the dropout mask is torch.rand(...) < 1 - p:", mask_is_rand)
+assert mask_is_rand == (torch.__version__ >= "2.7")
+
+# %%
 # Detectors
 # ---------
 #

@@ -104,6 +104,27 @@ print("eval mode is the identity:", torch.equal(identity, ones))
 assert torch.equal(identity, ones)
 
 # %%
+# Changed in PyTorch 2.7: other masks for the same seed
+# ------------------------------------------------------
+#
+# Which elements are zeroed depends on the release, and so do the random numbers drawn after a
+# dropout: up to PyTorch 2.6, dropout on the CPU drew its mask from Intel MKL's generator, seeded
+# with one number from PyTorch's generator; since PyTorch 2.7 it draws one number per element
+# from PyTorch's generator (measured with PyTorch 2.6.0 and 2.7.1, see :ref:`functional-dropout`).
+# **With the same seed, the mask above and the batch drawn below differ between 2.6 and 2.7.**
+
+with torch.random.fork_rng(devices=[]):  # leaves the page's generator as it was
+    torch.manual_seed(0)
+    nn.Dropout(p)(torch.ones(1000))
+    after_1000 = torch.rand(1)
+    torch.manual_seed(0)
+    nn.Dropout(p)(torch.ones(10))
+    after_10 = torch.rand(1)
+per_element = not torch.equal(after_1000, after_10)
+print("a dropout on the CPU advances the generator by its number of elements:", per_element)
+assert per_element == (torch.__version__ >= "2.7")
+
+# %%
 # Why: BatchNorm
 # --------------
 #

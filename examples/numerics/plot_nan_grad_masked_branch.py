@@ -122,12 +122,17 @@ assert all(torch.tensor(products).isnan())
 # function whose derivative is infinite or NaN where it is masked out: ``log`` at 0, ``exp`` of a
 # large number that overflows, a division by zero.
 # Clamping the input to 0 is not enough for ``sqrt``: it removes the NaN at ``x < 0`` and keeps
-# the infinite derivative at ``x = 0``:
+# the infinite derivative at ``x = 0``, whose NaN ``clamp`` passes on to ``x`` (since PyTorch
+# 2.14 it stops it there, by accident of its gradient at the bound: see "Changed in PyTorch 2.14"
+# below):
 
 x = torch.tensor([-1.0, 0.0, 4.0], device=device, requires_grad=True)
 torch.where(x > 0, torch.sqrt(x.clamp(min=0)), 0.0).sum().backward()
 print("gradient with clamp(min=0):", x.grad.tolist())
-assert x.grad.isnan().tolist() == [False, True, False]
+if torch.__version__ >= "2.14":
+    assert x.grad.tolist() == [0.0, 0.0, 0.25]  # clamp's gradient at its bound is 0
+else:  # PyTorch 2.13 and older: clamp passes the gradient through at its bound, NaN included
+    assert x.grad.isnan().tolist() == [False, True, False]
 (product_grad,) = torch.autograd.grad(((x > 0) * torch.sqrt(x)).sum(), x)  # mask as a product
 assert product_grad.isnan().tolist() == [True, True, False]
 
@@ -170,6 +175,29 @@ a = torch.tensor(100.0, device=device, requires_grad=True)
 safe_a = torch.where(a <= 0, a, 0.0)
 (report_fixed,) = torch.autograd.grad(torch.where(a <= 0, torch.exp(safe_a), 1 + a), a)
 assert torch.exp(a).isinf() and report_grad.isnan() and report_fixed.item() == 1.0
+
+# %%
+# Changed in PyTorch 2.14: the gradient of ``clamp`` at its bound
+# ---------------------------------------------------------------
+#
+# Up to PyTorch 2.13, :func:`torch.clamp`, ``clamp_min`` and ``clamp_max`` with a number as bound
+# passed the incoming gradient through where the input equals the bound (a subgradient of 1,
+# chosen in 2018 by `pull request #7049 <https://github.com/pytorch/pytorch/pull/7049>`_), while
+# :func:`~torch.nn.functional.relu` and :func:`~torch.nn.functional.hardtanh`, the same functions,
+# gave 0 there.
+# `Pull request #191142 <https://github.com/pytorch/pytorch/pull/191142>`_ (after
+# `issue #184574 <https://github.com/pytorch/pytorch/issues/184574>`_) made ``clamp`` give 0 at
+# its bound, the minimum-norm subgradient, first released in PyTorch 2.14.
+# **Since then, the NaN that sqrt's backward makes at x = 0 stops at clamp(min=0), a side effect
+# of the bound's gradient: code without the clamp, like the mask written as a product above,
+# still gets NaN, and the double where works on every release.**
+
+x = torch.tensor([0.0], device=device, requires_grad=True)
+(clamp_grad,) = torch.autograd.grad(x.clamp(min=0).sum(), x)
+(relu_grad,) = torch.autograd.grad(torch.relu(x).sum(), x)
+print(f"gradient at the bound x = 0: clamp(min=0) {clamp_grad.item()}, relu {relu_grad.item()}")
+assert relu_grad.item() == 0.0
+assert clamp_grad.item() == (0.0 if torch.__version__ >= "2.14" else 1.0)
 
 # %%
 # A real-world report: "torch.where produces nan in backward pass"

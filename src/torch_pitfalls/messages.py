@@ -205,6 +205,7 @@ MESSAGES: tuple[Message, ...] = (
     _e("RuntimeError", r"Function '\w+' returned nan values in its \d+\w* output",
        "nan-grad-masked-branch", "numerics"),
     _e("RuntimeError", r"mat1 and mat2 (must|to) have the same dtype", "float64-creep", "data"),
+    _e("RuntimeError", r"Found dtype Double but expected Float", "float64-creep", "data"),
     _w("UserWarning", r"Length of IterableDataset .* was reported to be \d+",
        "iterable-dataset-duplicates", "data"),
     _e("RuntimeError", r"Cannot access accelerator device when none is available",
