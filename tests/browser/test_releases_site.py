@@ -1,0 +1,62 @@
+"""What a reader sees of the recordings across PyTorch releases (``nox -s releases``): each
+page's "Across releases" section, in both languages, and the matrix on the changes page."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from .conftest import HTML, ROOT
+
+LANGUAGES = ("en", "zh_CN")
+RECORDINGS = {
+    path.stem: json.loads(path.read_text(encoding="utf-8"))
+    for path in (ROOT / "docs" / "release_recordings").glob("*.json")
+}
+ORDER = sorted(RECORDINGS, key=lambda label: tuple(int(p) for p in label.split(".")))
+TITLES = {"en": "Across releases", "zh_CN": "跨版本对比"}
+
+
+def example_pages(language: str) -> list[str]:
+    return sorted(
+        p.relative_to(HTML / language).as_posix()
+        for p in (HTML / language / "auto_examples").glob("*/plot_*.html")
+    )
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_every_page_ends_with_its_releases_in_the_readers_language(site_url, language):
+    """Every example page has the section, last, with one row per recorded release (the torch
+    version as recorded and the date), and every "explained in" link goes to a section of the
+    same page."""
+    pages = example_pages(language)
+    assert len(pages) == len(list((ROOT / "examples").glob("*/plot_*.py")))
+    for path in pages:
+        text = (HTML / language / path).read_text(encoding="utf-8")
+        start = text.find('id="across-releases"')
+        assert start > 0, f"{language}/{path}: no Across releases section"
+        section = text[start:]
+        assert TITLES[language] in section[:400], (language, path)
+        assert not re.search(r'<section id="(?!across-releases)', section), (
+            f"{language}/{path}: a section after Across releases"
+        )
+        rows = re.findall(r"<tr class=\"row-(?:odd|even)\">(.*?)</tr>", section, re.S)
+        body = rows[1:] if "<th" in rows[0] else rows
+        assert len(body) == len(ORDER), (language, path)
+        for label, row in zip(ORDER, body, strict=True):
+            assert RECORDINGS[label]["torch"] in row and RECORDINGS[label]["date"] in row
+        for target in re.findall(r'<a class="reference internal" href="#([^"]+)"', section):
+            assert f'id="{target}"' in text, f"{language}/{path}: link to missing #{target}"
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_the_changes_page_shows_the_matrix(page, site_url, language):
+    page.goto(f"{site_url}/{language}/changes.html")
+    table = page.locator("table.pitfalls-release-matrix")
+    header = table.locator("thead th").all_inner_texts()
+    assert [h.strip() for h in header[1:]] == ORDER
+    assert table.locator("tbody tr").count() == len(example_pages(language))
+    links = table.locator("tbody tr td:first-child a")
+    assert links.count() == table.locator("tbody tr").count()
