@@ -245,7 +245,10 @@ def _matrix_directive():
     from sphinx.util.docutils import SphinxDirective
 
     class Matrix(SphinxDirective):
-        """``pitfalls-release-matrix``: every page × every release (same / differs / fails)."""
+        """``pitfalls-release-matrix``: every page × every release (same / differs / fails).
+
+        A "differs" or "fails" cell links to the page's "Across releases" section.
+        """
 
         def run(self):
             self.env.note_dependency(str(releases.RECORDINGS))
@@ -257,6 +260,10 @@ def _matrix_directive():
             found = recordings()
             order = sorted(releases.RELEASES, key=releases.release_key)
             slugs = sorted(releases.examples())
+            docnames = {
+                slug: f"auto_examples/{path.parent.name}/{path.stem}"
+                for slug, path in releases.examples().items()
+            }
             rows = []
             for slug in slugs:
                 ref = addnodes.pending_xref(
@@ -269,13 +276,21 @@ def _matrix_directive():
                 )
                 ref += nodes.inline(slug, slug)
                 cells = [[nodes.paragraph("", "", ref)]]
+                target = docnames.get(slug)
                 for label in order:
                     recording = found.get(label)
                     kind = outcome(recording["pages"].get(slug) if recording else None)
                     text = labels[f"{kind}_short" if kind != "missing" else "missing"]
-                    cells.append(
-                        [nodes.paragraph(text, text, classes=[f"pitfalls-release-{kind}"])]
-                    )
+                    paragraph = nodes.paragraph("", "", classes=[f"pitfalls-release-{kind}"])
+                    if kind in ("differs", "fails") and target is not None:
+                        # to the page's own table, which shows the lines or the error
+                        uri = self.env.app.builder.get_relative_uri(self.env.docname, target)
+                        paragraph += nodes.reference(
+                            text, text, internal=True, refuri=f"{uri}#{SECTION_ID}"
+                        )
+                    else:
+                        paragraph += nodes.Text(text)
+                    cells.append([paragraph])
                 rows.append(cells)
             header = [labels["page"], *order]
             table = _table((6, *([2] * len(order))), header, rows, ["pitfalls-release-matrix"])
