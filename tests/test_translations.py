@@ -258,7 +258,7 @@ def test_translation_typography(path):
 NAMED_LINKS_AND_CODE = re.compile(
     r"`[^`<]+?\s*<[^>]+>`__?"  # reST named link
     r"|\[[^\]]+\]\([^)]+\)"  # MyST named link
-    r"|``[^`]+``|`[^`]+`"  # inline literals and code spans
+    r"|``(?:[^`]|`(?!`))+``|`[^`]+`"  # inline literals (single backticks inside) and code spans
     r'|<a href="[^"]+">'  # HTML links of the theme's strings (sphinx.po)
 )
 
@@ -294,6 +294,9 @@ def test_bare_urls_are_found():
     )
     assert bare_urls("见 [发布说明](https://github.com/pytorch/pytorch/releases/tag/v1.5.0)") == []
     assert bare_urls("运行 ``pip install https://x.org/a.whl``") == []
+    # an inline literal holding single backticks, then a named link
+    text = "ended ``or use `torch.no_grad()` instead.`` (`PR 1 <https://github.com/p/p/pull/1>`_)"
+    assert bare_urls(text) == []
 
 
 def test_a_rewritten_paragraph_keeps_its_translation_as_fuzzy():
