@@ -55,10 +55,11 @@ def changed_in() -> set[tuple[str, str]]:
         for version in re.findall(r"^# Changed in PyTorch (\d+\.\d+)", text, re.M):
             found.add((slug, version))
     changes = (ROOT / "docs" / "changes.md").read_text(encoding="utf-8")
-    for slug, since in re.findall(
-        r"^\| \{ref\}`([\w-]+)` \|.*\| ([\d.]+) \| [^|]* \|$", changes, re.M
+    for pages, since in re.findall(
+        r"^\| ((?:\{ref\}`[\w-]+`(?:, )?)+) \|.*\| ([\d.]+) \| [^|]* \|$", changes, re.M
     ):
-        found.add((slug, ".".join(since.split(".")[:2])))
+        for slug in re.findall(r"\{ref\}`([\w-]+)`", pages):  # a row may name several pages
+            found.add((slug, ".".join(since.split(".")[:2])))
     return found
 
 

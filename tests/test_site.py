@@ -109,7 +109,13 @@ def changed_sections() -> set[tuple[str, str]]:
 
 def test_every_changed_behaviour_is_in_the_changes_table():
     table = (ROOT / "docs" / "changes.md").read_text(encoding="utf-8")
-    rows = set(re.findall(r"^\| \{ref\}`([\w-]+)` \|.*\| (\d+\.\d+(?:\.\d+)?) ", table, re.M))
+    rows = {
+        (slug, since)
+        for pages, since in re.findall(
+            r"^\| ((?:\{ref\}`[\w-]+`(?:, )?)+) \|.*\| (\d+\.\d+(?:\.\d+)?) ", table, re.M
+        )
+        for slug in re.findall(r"\{ref\}`([\w-]+)`", pages)
+    }
     assert changed_sections(), "no page has a 'Changed in PyTorch X.Y' section"
     # a row without a section: a message that its page shows only in passing
     assert changed_sections() <= rows, changed_sections() - rows

@@ -20,6 +20,7 @@ import re
 import releases
 
 SECTION_ID = "across-releases"
+FULL_WIDTH = ("：", "，", "。", "；")
 
 
 def recordings() -> dict[str, dict]:
@@ -190,7 +191,10 @@ def page_section(slug: str, found: dict[str, dict], env, changes=None):
             if kind in ("differs", "fails"):
                 for refid, title in explaining(label, changes or {}):
                     link = nodes.reference("", title, internal=True, refid=refid)
-                    paragraph = nodes.paragraph("", labels["explained"] + " ")
+                    # no space after a full-width colon (the Chinese label ends with one)
+                    label_text = labels["explained"]
+                    space = "" if label_text.endswith(FULL_WIDTH) else " "
+                    paragraph = nodes.paragraph("", label_text + space)
                     paragraph += link
                     cell.append(paragraph)
         rows.append([release, date, cell])

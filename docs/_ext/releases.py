@@ -204,7 +204,8 @@ def record(
     """Install one release in a fresh environment, run every example there, delete it.
 
     With ``only``, run those pages alone and replace them in the release's existing recording
-    (after a page changed); the recording lists them under ``rerun`` with the command and date.
+    (after a page changed); the recording lists them under ``rerun`` with the command, the date
+    and the machine (a float's last digits can differ between CPUs).
     With ``environments``, the environment is ``environments/<release>``, made only when missing
     and kept (for work on the pages; several GB each).
     """
@@ -300,7 +301,12 @@ def record(
             raise SystemExit(f"--pages needs a recording of PyTorch {label} to update")
         previous["pages"].update(pages)
         previous.setdefault("rerun", []).append(
-            {"pages": sorted(pages), "date": recording["date"], "command": command}
+            {
+                "pages": sorted(pages),
+                "date": recording["date"],
+                "machine": recording["machine"],
+                "command": command,
+            }
         )
         recording = previous
         pages = recording["pages"]
