@@ -118,10 +118,11 @@ def bench(session: nox.Session) -> None:
 def releases(session: nox.Session) -> None:
     """Run every example on each PyTorch release of docs/_ext/releases.py; record the outputs.
 
-    Not part of CI nor of ``nox -s bench``: each release is a fresh environment of 4–6 GB
+    Not part of CI nor of ``nox -s bench``: each release is a fresh environment of 5–7.5 GB
     (downloaded, then deleted) in a temporary folder. Writes docs/release_recordings/<release>.json:
-    commit them. ``-- --releases 2.4 2.6`` records only those; ``-- --rediff`` only compares the
-    stored recordings with the reference again.
+    commit them. ``-- --releases 2.4 2.6`` records only those; ``-- --pages SLUG`` re-runs pages
+    into the existing recordings; ``-- --environments DIR`` keeps the environments there and
+    reuses them; ``-- --rediff`` only compares the stored recordings with the reference again.
     """
     session.run(
         "nice", "python3", str(DOCS / "_ext" / "releases.py"), *session.posargs, external=True
