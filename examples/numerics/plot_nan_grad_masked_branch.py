@@ -192,9 +192,9 @@ assert torch.exp(a).isinf() and report_grad.isnan() and report_fixed.item() == 1
 # of the bound's gradient: code without the clamp, like the mask written as a product above,
 # still gets NaN, and the double where works on every release.**
 
-x = torch.tensor([0.0], device=device, requires_grad=True)
-(clamp_grad,) = torch.autograd.grad(x.clamp(min=0).sum(), x)
-(relu_grad,) = torch.autograd.grad(torch.relu(x).sum(), x)
+at_bound = torch.tensor([0.0], device=device, requires_grad=True)
+(clamp_grad,) = torch.autograd.grad(at_bound.clamp(min=0).sum(), at_bound)
+(relu_grad,) = torch.autograd.grad(torch.relu(at_bound).sum(), at_bound)
 print(f"gradient at the bound x = 0: clamp(min=0) {clamp_grad.item()}, relu {relu_grad.item()}")
 assert relu_grad.item() == 0.0
 assert clamp_grad.item() == (0.0 if torch.__version__ >= "2.14" else 1.0)
