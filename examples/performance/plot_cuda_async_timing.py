@@ -226,6 +226,9 @@ assert timer_ratio > 2
 # the clock, which asks at each call
 # (`pull request #181716 <https://github.com/pytorch/pytorch/pull/181716>`_, "Fix import-time
 # device loading in benchmark timer").
+# The choice made at import had changed twice before, as the code printed above shows on each
+# release: PyTorch 2.8 added Intel XPUs to it, and PyTorch 2.10 asked
+# ``torch.accelerator.is_available()`` instead of naming each kind of device.
 #
 # A real-world report: "synchronize makes my model 6 times slower"
 # ----------------------------------------------------------------
