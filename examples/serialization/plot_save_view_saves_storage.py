@@ -195,9 +195,9 @@ assert all(value.untyped_storage().nbytes() == value.nbytes for value in state.v
 # storages in numeric order), and ``.storage_alignment``, written by
 # `pull request #147788 <https://github.com/pytorch/pytorch/pull/147788>`_ (which made the
 # alignment of storages in the file configurable).
-# **Each file above is about 400 bytes larger than the same save with PyTorch 2.6 (the Across
-# releases section at the end of this page shows both sizes); what a view costs, its whole
-# storage, is the same on every release.**
+# **Each file above is a little larger than the same save with PyTorch 2.6 (the Across releases
+# section at the end of this page shows both sizes); what a view costs, its whole storage, is the
+# same on every release.**
 
 with zipfile.ZipFile(folder / "sample_05.pt") as archive:
     records = [name.split("/", 1)[1] for name in archive.namelist()]
