@@ -202,6 +202,24 @@ def test_compare_times_validates_and_orders():
         compare_times(lambda: None, lambda: None, num_threads=0)
 
 
+def test_compare_times_measures_again_until_expect_holds():
+    verdicts = iter([False, True])
+    seen = []
+
+    def expect(times):
+        seen.append(times)
+        return next(verdicts)
+
+    times = compare_times(lambda: None, lambda: None, rounds=1, expect=expect, attempts=3)
+    assert len(seen) == 2 and times is seen[1]  # the first failing comparison was measured again
+    with pytest.raises(AssertionError, match=r"in 3 comparison\(s\): .* s, .* s; .*; .*"):
+        compare_times(lambda: None, lambda: None, rounds=1, expect=lambda t: False)
+    with pytest.raises(ValueError, match="attempts"):
+        compare_times(lambda: None, lambda: None, expect=lambda t: True, attempts=0)
+    with pytest.raises(TypeError, match="expect must be a predicate"):
+        compare_times(lambda: None, lambda: None, expect=1.05)
+
+
 def test_compare_times_runs_on_fixed_threads_and_restores_them():
     before = torch.get_num_threads()
     seen = []

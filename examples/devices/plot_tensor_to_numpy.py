@@ -158,14 +158,17 @@ assert torch.equal(cpu_detach, detach_cpu)
 # for a 512×512 tensor that requires grad: on one thread, in many short interleaved timings,
 # keeping the fastest of each.
 # Times depend on the machine, but the ratio stays close to 1: the example asserts that it lies
-# between 0.8 and 1.25 on every device.
+# between 0.8 and 1.25 on every device (a comparison outside that range is measured again
+# before the page fails).
 
 order_ratios = {}
 for name in available_devices():
     w = torch.randn(512, 512, device=name, requires_grad=True)
     y = w * 2
     t_cpu_detach, t_detach_cpu = compare_times(
-        lambda y=y: y.cpu().detach(), lambda y=y: y.detach().cpu()
+        lambda y=y: y.cpu().detach(),
+        lambda y=y: y.detach().cpu(),
+        expect=lambda t: 0.8 < t[0] / t[1] < 1.25,
     )
     order_ratios[name] = t_cpu_detach / t_detach_cpu
     ratio = order_ratios[name]

@@ -167,6 +167,8 @@ def compare_times(
     rounds: int = 51,
     block: float = 1e-3,
     num_threads: int = TIMING_THREADS,
+    expect: Callable[[list[float]], bool] | None = None,
+    attempts: int = 3,
 ) -> list[float]:
     """Fastest time of one call of each callable, timed with :mod:`torch.utils.benchmark`.
 
@@ -192,6 +194,13 @@ def compare_times(
     print them with :func:`measured`, which names the machine
     (:func:`~torch_pitfalls.measure.machine`).
 
+    A page that asserts the direction of a comparison passes that direction as ``expect``, a
+    predicate of the list of times (``lambda t: t[0] / t[1] > 1.05``). A comparison whose times
+    do not satisfy it is measured again, up to ``attempts`` comparisons in all, before it fails:
+    another program can slow one callable for a whole comparison, but not, by chance, for every
+    one of them; a real change of behaviour fails all of them. This is the one retry mechanism of
+    the site: no page keeps a loop of its own.
+
     Args:
         fns: two or more callables taking no argument.
         rounds: number of interleaved rounds (``int`` ≥ 1); the whole comparison takes about
@@ -199,14 +208,19 @@ def compare_times(
             slower than ``block``, or under load).
         block: target duration of one timing (``float`` > 0, seconds).
         num_threads: intra-op threads while timing (``int`` ≥ 1).
+        expect: a predicate of the returned times that the comparison must satisfy, or
+            ``None`` (the default) to measure once and return whatever it gives.
+        attempts: how many comparisons, at most, until ``expect`` holds (``int`` ≥ 1).
 
     Returns:
         The fastest time of one call of each callable, in seconds (``list`` of ``float``), in
-        the order given.
+        the order given: with ``expect``, those of the first comparison that satisfies it.
 
     Raises:
-        TypeError: fewer than two callables, or one is not callable.
-        ValueError: ``rounds`` < 1, ``block`` ≤ 0 or ``num_threads`` < 1.
+        TypeError: fewer than two callables, one is not callable, or ``expect`` is not callable.
+        ValueError: ``rounds`` < 1, ``block`` ≤ 0, ``num_threads`` < 1 or ``attempts`` < 1.
+        AssertionError: ``expect`` held for none of the ``attempts`` comparisons; the message
+            lists every comparison's times.
 
     Sources: `Benchmark Utils <https://docs.pytorch.org/docs/stable/benchmark_utils.html>`_ in
     PyTorch's documentation, and the note on :meth:`timeit.Timer.repeat` in Python's.
@@ -214,6 +228,10 @@ def compare_times(
     >>> fast, slow = compare_times(lambda: None, lambda: sum(range(10_000)), rounds=5)
     >>> slow > fast
     True
+    >>> compare_times(lambda: None, lambda: None, rounds=1, expect=lambda t: False, attempts=2)
+    Traceback (most recent call last):
+      ...
+    AssertionError: the times did not satisfy expect in 2 comparison(s): ...
     """
     if len(fns) < 2 or not all(callable(fn) for fn in fns):
         raise TypeError("compare_times needs two or more callables taking no argument")
@@ -222,16 +240,28 @@ def compare_times(
     if not block > 0:
         raise ValueError(f"block must be > 0 seconds, got {block!r}")
     _check_threads(num_threads)
+    if expect is not None and not callable(expect):
+        raise TypeError(f"expect must be a predicate of the list of times, got {expect!r}")
+    if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
+        raise ValueError(f"attempts must be an int >= 1, got {attempts!r}")
     timers = [
         benchmark.Timer(stmt="fn()", globals={"fn": fn}, num_threads=num_threads) for fn in fns
     ]
-    # Timer.timeit(n) calls the statement max(n // 100, 2) times to warm up, then times n calls.
-    numbers = [max(1, round(block / timer.timeit(1).times[0])) for timer in timers]
-    best = [float("inf")] * len(fns)
-    for r in range(rounds):
-        for i in range(len(fns)) if r % 2 == 0 else reversed(range(len(fns))):
-            best[i] = min(best[i], timers[i].timeit(numbers[i]).times[0])
-    return best
+    seen = []
+    for _ in range(attempts if expect is not None else 1):
+        # Timer.timeit(n) calls the statement max(n // 100, 2) times to warm up, then times n.
+        numbers = [max(1, round(block / timer.timeit(1).times[0])) for timer in timers]
+        best = [float("inf")] * len(fns)
+        for r in range(rounds):
+            for i in range(len(fns)) if r % 2 == 0 else reversed(range(len(fns))):
+                best[i] = min(best[i], timers[i].timeit(numbers[i]).times[0])
+        if expect is None or expect(best):
+            return best
+        seen.append(best)
+    raise AssertionError(
+        f"the times did not satisfy expect in {len(seen)} comparison(s): "
+        + "; ".join(", ".join(f"{t:.3g} s" for t in times) for times in seen)
+    )
 
 
 def peak_cuda_bytes(fn: Callable[[], object], device: torch.device | str = "cuda") -> int:
