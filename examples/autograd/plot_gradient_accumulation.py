@@ -330,7 +330,7 @@ assert torch.allclose(
 # --------
 #
 # **Accumulating gradients reproduces a large batch only if each micro-batch loss is scaled by its
-# share of the samples (``/ k`` for equal micro-batches) and gradients are cleared once per
+# share of the samples** (``/ k`` for equal micro-batches) **and gradients are cleared once per
 # step.**
 # BatchNorm still normalises over the micro-batch, so with it accumulation is an approximation.
 # With a gradient scaler for mixed precision, unscale and clip once per optimizer step, after the

@@ -184,3 +184,54 @@ def test_chinese_page_interface_is_translated(path):
 def test_chinese_page_typography(path):
     problems = typography_problems((HTML / "zh_CN" / path).read_text(encoding="utf-8"))
     assert not problems, "\n".join(problems)
+
+
+# -- reST and MyST markup that reached the reader as text, both languages ------------------------
+
+#: Markup that Sphinx should have rendered: a literal, a role, a named link, bold, a MyST role.
+#: It reaches readers raw when it is nested (a literal inside bold), misspelt, or broken by a
+#: translation (a role glued to Chinese text with no space or escape).
+RAW_MARKUP = re.compile(
+    r"``[^`\n]+``"
+    r"|(?<![\w`]):[a-z]+(?::[a-z-]+)?:`[^`\n]+`"
+    r"|`[^`\n]+`__?(?!\w)"
+    r"|\*\*[^*\s][^*\n]*\*\*"
+    r"|\{(?:ref|doc|term|func|class|meth)\}`"
+)
+
+
+class AnyLanguageText(VisibleText):
+    """The prose of a page in whichever language it is written (code and outputs left out)."""
+
+    def handle_starttag(self, tag, attrs):
+        attrs = [(name, value) for name, value in attrs if name != "lang"]
+        super().handle_starttag(tag, attrs)
+
+
+def raw_markup(html: str) -> list[str]:
+    """Each piece of reST/MyST markup left in a page's rendered prose.
+
+    >>> raw_markup("<p><strong>scaled (``/ k`` for equal parts)</strong></p>")
+    ['``/ k``']
+    >>> raw_markup("<p>见:ref:`retain-graph`</p><pre>``x``</pre><p><code>``y``</code></p>")
+    [':ref:`retain-graph`']
+    >>> raw_markup("<p>a **bold** word and a `link <https://x.org>`_</p>")
+    ['**bold**', '`link <https://x.org>`_']
+    """
+    parser = AnyLanguageText()
+    parser.feed(html)
+    return [match.group(0) for line in parser.lines() for match in RAW_MARKUP.finditer(line)]
+
+
+ALL_PAGES = [
+    (language, path)
+    for language in ("en", "zh_CN")
+    if (HTML / language).exists()
+    for path in site_pages(language)
+]
+
+
+@pytest.mark.parametrize(("language", "path"), ALL_PAGES)
+def test_no_markup_left_raw(language, path):
+    found = raw_markup((HTML / language / path).read_text(encoding="utf-8"))
+    assert not found, f"{language}/{path}: markup shown as text: {found}"
