@@ -55,6 +55,10 @@ def test_catalog_is_complete(path):
     assert not untranslated, f"untranslated entries in {path.name}: {untranslated}"
     assert not fuzzy, f"fuzzy entries in {path.name}: {fuzzy}"
     assert catalog.percent_translated() == 100
+    obsolete = [e.msgid[:60] for e in catalog.obsolete_entries()]
+    assert not obsolete, (
+        f"obsolete (#~) entries in {path.name}: {obsolete}; `nox -s i18n` removes them"
+    )
 
 
 @pytest.mark.parametrize("path", CATALOGS, ids=catalog_id)

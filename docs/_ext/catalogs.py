@@ -76,8 +76,9 @@ def carry_over_all(messages: Path = MESSAGES) -> int:
     """:func:`carry_over` on every catalog; prints and returns how many entries were carried.
 
     Every catalog is also written in one form, polib's (lines wrapped at 78 columns), whatever
-    wrote it last (``sphinx-intl``, an editor, a script), and without the extraction time in its
-    header, so that a change of one message is a change of a few lines.
+    wrote it last (``sphinx-intl``, an editor, a script), without the extraction time in its
+    header and without obsolete (``#~``) entries once the carry-over has used what it could, so
+    that a change of one message is a change of a few lines.
     """
     total = 0
     for path in sorted(messages.rglob("*.po")):
@@ -87,6 +88,9 @@ def carry_over_all(messages: Path = MESSAGES) -> int:
         carried = carry_over(catalog)
         if carried:
             print(f"{path.relative_to(messages)}: {carried} changed message(s) kept as fuzzy")
+        # What no carry-over took is a message the pages no longer have: git keeps its history.
+        for old in catalog.obsolete_entries():
+            catalog.remove(old)
         if carried or str(catalog) + "\n" != path.read_text(encoding="utf-8"):
             catalog.save()
         total += carried
