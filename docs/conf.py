@@ -89,8 +89,9 @@ myst_heading_anchors = 3
 # depend on besides the cells (helper sources, torch and Python versions, device and its name), so
 # a new torch or another machine runs them again.
 nb_execution_mode = "cache"
+_environment = environment_report()  # the versions and the device, read once per build
 _cache_key = hashlib.sha256(
-    (pitfalls_sphinx.inputs_digest() + repr(sorted(environment_report().items()))).encode()
+    (pitfalls_sphinx.inputs_digest() + repr(sorted(_environment.items()))).encode()
 ).hexdigest()[:16]
 nb_execution_cache_path = str(DOCS / "_build" / "jupyter_cache" / _cache_key)
 nb_execution_timeout = 120
@@ -140,7 +141,6 @@ html_theme_options = {
     "navbar_end": ["language-switch", "theme-switcher", "navbar-icon-links"],
     "article_footer_items": ["repository-links", "verified-with"],
 }
-_environment = environment_report()
 html_context = {
     "default_mode": "auto",
     "pitfalls_env": {
