@@ -6,9 +6,9 @@ These tests keep the recordings and the site's claims in step:
 
 - every page has a recording on every listed release, and no recording names a page that no
   longer exists (the matrix cannot go stale silently);
-- every "Changed in PyTorch X.Y" (a page's section or a row of docs/changes.md) is checked where
-  the recordings cover releases on both sides of X.Y: the page's status or output on the last
-  recorded release before X.Y must differ from those on the first recorded release from X.Y on;
+- every "Changed in PyTorch X.Y" (a page's section or a row of docs/changes.md) newer than the
+  oldest listed release is bracketed by two adjacent recorded releases, X.(Y-1) and X.Y, and the
+  page's status or output differs between them;
 - a change the recordings show between two consecutive recorded releases that no page or row
   names fails the test below unless it is listed in :data:`NOT_YET_SAID` with what changed, so a
   new one is reported (as a failure) and a listed one that the recordings no longer show too.
@@ -119,20 +119,50 @@ def test_recordings_hold_their_provenance_and_compare_with_the_reference():
     assert all(page["status"] == "ran" for page in reference["pages"].values())
 
 
+def adjacent_releases(version: str) -> tuple[str, str] | None:
+    """The two recorded releases that bracket "Changed in PyTorch ``version``": the minor release
+    before it and ``version`` itself, or ``None`` when ``version`` is not after the oldest listed
+    release (the recordings cannot show it).
+
+    Raises:
+        AssertionError: ``version`` is newer than the oldest listed release but it, or the minor
+            release just before it, is not listed: a claim between two releases that are not
+            adjacent is an inference, not a measurement.
+    """
+    if key(version) <= key(ORDER[0]):
+        return None
+    major, minor = key(version)[:2]
+    previous = f"{major}.{minor - 1}"
+    assert version in releases.RELEASES and previous in releases.RELEASES, (
+        f"'Changed in PyTorch {version}': PyTorch {previous} and {version} must both be listed "
+        "in RELEASES (docs/_ext/releases.py) and recorded, so that two adjacent releases bracket "
+        "the change"
+    )
+    return previous, version
+
+
+def test_adjacent_releases_bracket_a_change():
+    assert adjacent_releases(ORDER[0]) is None
+    assert adjacent_releases("1.13") is None
+    assert adjacent_releases(ORDER[-1]) == (ORDER[-2], ORDER[-1])
+    with pytest.raises(AssertionError, match="adjacent"):
+        adjacent_releases("99.0")
+
+
 def test_each_changed_in_section_differs_across_its_release():
     checked = []
     for slug, version in sorted(changed_in()):
-        before = [label for label in ORDER if key(label) < key(version) and label in RECORDINGS]
-        after = [label for label in ORDER if key(label) >= key(version) and label in RECORDINGS]
-        if not before or not after:
-            continue  # the recordings do not cover both sides
+        pair = adjacent_releases(version)
+        if pair is None:
+            continue  # the change is older than every listed release
+        before, after = pair
+        assert before in RECORDINGS and after in RECORDINGS, (slug, version, "not recorded")
         checked.append((slug, version))
-        assert behaviour(before[-1], slug) != behaviour(after[0], slug), (
-            f"{slug}: 'Changed in PyTorch {version}', but PyTorch {before[-1]} and {after[0]} "
+        assert behaviour(before, slug) != behaviour(after, slug), (
+            f"{slug}: 'Changed in PyTorch {version}', but PyTorch {before} and {after} "
             "behave the same"
         )
-    if not checked:
-        pytest.skip("no 'Changed in PyTorch' falls between two recorded releases")
+    assert checked, "no 'Changed in PyTorch' falls between two recorded releases"
 
 
 def changes_seen() -> dict[tuple[str, str], str]:
