@@ -160,9 +160,19 @@ def test_translation_parses_like_the_english(path):
     assert not problems, "\n".join(problems)
 
 
-def glossary() -> list[tuple[str, str]]:
+def glossary_rows() -> list[dict[str, str]]:
+    """The rows of glossary.csv; a row may leave out its last column, ``avoid``."""
     with (LOCALE / "glossary.csv").open(encoding="utf-8") as file:
-        return [(row["english"], row["chinese"]) for row in csv.DictReader(file)]
+        return [{key: value or "" for key, value in row.items()} for row in csv.DictReader(file)]
+
+
+def glossary() -> list[tuple[str, str]]:
+    return [(row["english"], row["chinese"]) for row in glossary_rows()]
+
+
+def forms(cell: str) -> list[str]:
+    """The ``;``-separated forms of a glossary cell (``variants`` or ``avoid``)."""
+    return [form.strip() for form in cell.split(";") if form.strip()]
 
 
 def test_glossary_has_unique_terms():
@@ -172,13 +182,23 @@ def test_glossary_has_unique_terms():
 
 def test_glossary_variants_name_no_other_term():
     """A variant readers type (column "variants") leads to its own term's pages only."""
-    with (LOCALE / "glossary.csv").open(encoding="utf-8") as file:
-        rows = list(csv.DictReader(file))
+    rows = glossary_rows()
     chinese = {row["chinese"] for row in rows}
     for row in rows:
-        for variant in filter(None, (v.strip() for v in row["variants"].split(";"))):
+        for variant in forms(row["variants"]):
             assert variant not in chinese, f"{variant} is a term of its own, not a variant"
             assert variant != row["chinese"]
+
+
+def test_glossary_avoided_forms_are_in_no_term():
+    """A form to avoid (column "avoid") is not, and is not part of, any term the site uses:
+    otherwise writing that term would fail the check."""
+    rows = glossary_rows()
+    assert list(rows[0]) == ["english", "chinese", "note", "variants", "avoid"]
+    for row in rows:
+        for form in forms(row["avoid"]):
+            clashes = [other["chinese"] for other in rows if form in other["chinese"]]
+            assert not clashes, f"{row['english']}: {form} to avoid, but it is in {clashes}"
 
 
 # Terms whose Chinese rendering must appear whenever the English term is in a message's prose.
@@ -191,19 +211,160 @@ STRICT_TERMS = [
     "learning rate",
     "running statistics",
     "hidden state",
+    "runtime guard",
+    "backbone",
+    "unexpected key",
+    "allocated memory",
+    "reserved memory",
+    "state dict",
 ]
+
+
+@functools.cache
+def avoided() -> dict[str, tuple[str, str]]:
+    """Every form the glossary says to avoid → (its term in English, the Chinese to use)."""
+    return {
+        form: (row["english"], row["chinese"])
+        for row in glossary_rows()
+        for form in forms(row["avoid"])
+    }
+
+
+def glossary_problems(english: str, chinese: str) -> list[str]:
+    """How a translation ``chinese`` of ``english`` departs from the glossary: a strict term of the
+    English without its Chinese rendering, or a form the glossary says to avoid (looked for in the
+    text a reader sees: code, literals and link targets are left out).
+
+    >>> for problem in glossary_problems("The runtime guard finds it", "运行时守卫能发现它"):
+    ...     print(problem)
+    runtime guard → 运行时检查 missing
+    "运行时守卫" is a form to avoid: write runtime guard as 运行时检查
+    >>> glossary_problems("Learning rate", "步长")
+    ['learning rate → 学习率 missing']
+    """
+    table = dict(glossary())
+    problems = []
+    text = LITERAL.sub("", ROLE.sub("", english)).lower()
+    for term in STRICT_TERMS:
+        if re.search(rf"\b{re.escape(term)}s?\b", text) and table[term] not in chinese:
+            problems.append(f"{term} → {table[term]} missing")
+    seen = prose(chinese)
+    for form, (term, preferred) in avoided().items():
+        # a form the English holds too is quoted, not used (the contributor guide names them)
+        if form in seen and form not in english:
+            problems.append(f'"{form}" is a form to avoid: write {term} as {preferred}')
+    return problems
 
 
 @pytest.mark.parametrize("path", CATALOGS, ids=catalog_id)
 def test_translation_follows_the_glossary(path):
-    table = dict(glossary())
-    problems = []
-    for entry in polib.pofile(str(path)).translated_entries():
-        prose = LITERAL.sub("", ROLE.sub("", entry.msgid)).lower()
-        for term in STRICT_TERMS:
-            if re.search(rf"\b{re.escape(term)}s?\b", prose) and table[term] not in entry.msgstr:
-                problems.append(f"{term} → {table[term]} missing in: {entry.msgstr[:60]}")
+    problems = [
+        f"{catalog_id(path)}.po, entry {entry.msgid[:50]!r}: {problem}\n  in: {entry.msgstr[:60]}"
+        for entry in polib.pofile(str(path)).translated_entries()
+        for problem in glossary_problems(entry.msgid, entry.msgstr)
+    ]
     assert not problems, "\n".join(problems)
+
+
+def test_rule_texts_follow_the_glossary():
+    """The detectors' Chinese titles and messages (src/torch_pitfalls/rules.py and the static
+    rules' modules) are written out by Python, not by a catalog: the same check applies."""
+    from torch_pitfalls import rules
+
+    # Code in a rule's English is not marked up: optimizer.step(), scaler.unscale_(optimizer)
+    code = re.compile(r"[\w.]*[._][\w.]*(?:\([^()]*\))?|\w+\([^()]*\)")
+    problems = [
+        f"{rule.id} {field}: {problem}\n  in: {text['zh_CN'][:60]}"
+        for rule in rules.RULES
+        for field, text in (("title", rule.title), ("message", rule.message))
+        for problem in glossary_problems(code.sub("", text["en"]), text["zh_CN"])
+    ]
+    assert not problems, "\n".join(problems)
+
+
+CJK_TEXT = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+PYTHON_WITH_CHINESE = sorted(
+    [*(ROOT / "src" / "torch_pitfalls").rglob("*.py"), *(ROOT / "docs" / "_ext").glob("*.py")]
+)
+
+
+def chinese_strings(path: Path) -> list[tuple[int, str]]:
+    """``(line, text)`` of every string constant holding Chinese in a Python file: what the site
+    and the detectors print (docstrings, where doctests show examples, are left out)."""
+    import ast
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in docstrings
+        and CJK_TEXT.search(node.value)
+    ]
+
+
+@pytest.mark.parametrize("path", PYTHON_WITH_CHINESE, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_chinese_printed_by_python_avoids_the_glossary_forms(path):
+    """Chinese that Python writes out (rule messages, the error notes, recording labels, the
+    measured lines' tags, the rule table's headings) uses no form the glossary says to avoid."""
+    problems = [
+        f'{path.relative_to(ROOT)}:{line}: "{form}" is a form to avoid: write {term} as {chinese}'
+        for line, text in chinese_strings(path)
+        for form, (term, chinese) in avoided().items()
+        if form in text
+    ]
+    assert not problems, "\n".join(problems)
+
+
+def test_forms_to_avoid_are_found():
+    """The check catches the slips it was written for: 运行时守卫 and 意外键 in the
+    state-dict-prefix page and the TP015 message, 主干网络 for the backbone, and the caching
+    allocator's GPU memory written 内存 (已分配内存, 预留内存)."""
+    catalog = polib.POFile()
+    catalog.append(
+        polib.POEntry(
+            msgid="The runtime guard ``TP015`` finds a key whose unexpected counterpart differs "
+            "by a prefix. A partial load, such as the backbone above, is not flagged.",
+            msgstr="运行时守卫 ``TP015`` 能发现：缺失的键与对应的意外键只差一个前缀。"
+            "部分加载（比如上面的主干网络）不会被标记。",
+        )
+    )
+    catalog.append(
+        polib.POEntry(msgid="Allocated and reserved memory", msgstr="已分配内存与预留内存")
+    )
+    catalog.append(polib.POEntry(msgid="Allocated memory", msgstr="已分配显存"))
+    found = [
+        problem
+        for entry in catalog.translated_entries()
+        for problem in glossary_problems(entry.msgid, entry.msgstr)
+    ]
+    assert found == [
+        "runtime guard → 运行时检查 missing",
+        "backbone → 骨干网络 missing",
+        '"主干网络" is a form to avoid: write backbone as 骨干网络',
+        '"运行时守卫" is a form to avoid: write runtime guard as 运行时检查',
+        '"意外键" is a form to avoid: write unexpected key as 多余的键',
+        "reserved memory → 预留显存 missing",
+        '"已分配内存" is a form to avoid: write allocated memory as 已分配显存',
+        '"预留内存" is a form to avoid: write reserved memory as 预留显存',
+    ]
+    # the TP015 message as it was in src/torch_pitfalls/rules.py
+    assert glossary_problems(
+        "left keys missing whose unexpected counterparts differ only by a wrapper's prefix",
+        "留下了缺失的键，而对应的意外键只多了或少了包装器的前缀",
+    ) == ['"意外键" is a form to avoid: write unexpected key as 多余的键']
+    # a form inside code or a literal is not the reader's text, nor one the English quotes
+    assert glossary_problems("Set ``x``", "设置 ``主干网络``") == []
+    assert glossary_problems("Do not write 主干网络", "不要写“主干网络”") == []
 
 
 # -- Chinese text: Simplified characters and typography --------------------------------------------

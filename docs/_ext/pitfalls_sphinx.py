@@ -480,6 +480,37 @@ def _translate_gallery_thumbnails(app, doctree) -> None:
 # -- The terminology glossary, shown on the contributor guide ------------------------------------
 
 
+GLOSSARY_COLUMNS = {
+    "english": "English",
+    "chinese": "中文",
+    "note": "Note · 说明",
+    "variants": "Also searched as · 常见写法",
+    "avoid": "Avoid · 避免的写法",
+}
+"""The columns of glossary.csv, with the heading the contributor guide shows for each. ``variants``
+are the forms readers search with (the search index adds them); ``avoid`` are forms no translation
+may use (tests/test_translations.py fails on them). Both hold ``;``-separated forms, may be empty,
+and ``avoid`` may be left out of a row altogether."""
+
+
+def glossary_cells(row: dict[str, str | None]) -> list[str]:
+    """The cells the contributor guide shows for a row of glossary.csv (read by ``csv.DictReader``).
+
+    >>> glossary_cells({"english": "backbone", "chinese": "骨干网络", "note": "",
+    ...                 "variants": "主干网络", "avoid": "主干网络"})
+    ['backbone', '骨干网络', '', '主干网络', '主干网络']
+    >>> glossary_cells({"english": "tensor", "chinese": "张量", "note": "", "variants": "",
+    ...                 "avoid": None})
+    ['tensor', '张量', '', '', '']
+    """
+    return [
+        "、".join(split_variants(row.get(column) or ""))
+        if column in ("variants", "avoid")
+        else row.get(column) or ""
+        for column in GLOSSARY_COLUMNS
+    ]
+
+
 def _glossary_directive():
     import csv
 
@@ -497,12 +528,12 @@ def _glossary_directive():
             path = DOCS / "locale" / "zh_CN" / "glossary.csv"
             self.env.note_dependency(str(path))
             with path.open(encoding="utf-8") as file:
-                rows = list(csv.reader(file))
+                rows = list(csv.DictReader(file))
             # Out of the search index: readers searching a term want the pages that use it.
             table = nodes.table(classes=["pitfalls-glossary", "no-search"])
-            group = nodes.tgroup(cols=4)
+            group = nodes.tgroup(cols=len(GLOSSARY_COLUMNS))
             table += group
-            group.extend(nodes.colspec(colwidth=width) for width in (3, 2, 6, 3))
+            group.extend(nodes.colspec(colwidth=width) for width in (3, 2, 6, 3, 3))
 
             def row(cells):
                 line = nodes.row()
@@ -514,11 +545,8 @@ def _glossary_directive():
                     line += entry
                 return line
 
-            head = ["English", "中文", "Note · 说明", "Also searched as · 常见写法"]
-            group += nodes.thead("", row(head))
-            group += nodes.tbody(
-                "", *(row([*cells[:3], "、".join(split_variants(cells[3]))]) for cells in rows[1:])
-            )
+            group += nodes.thead("", row(GLOSSARY_COLUMNS.values()))
+            group += nodes.tbody("", *(row(glossary_cells(cells)) for cells in rows))
             return [table]
 
     return Glossary

@@ -227,7 +227,7 @@ MESSAGES: tuple[Message, ...] = (
 
 NOTE = {
     "en": "torch-pitfalls: this message of PyTorch is explained, with its fix, on the page",
-    "zh_CN": "torch-pitfalls：PyTorch 这条消息的原因和修正见页面",
+    "zh_CN": "torch-pitfalls：这条 PyTorch 消息的原因和修正方法见页面",
 }
 """The generic note (and warning) text, followed by ``" → "`` and the page's URL, by language."""
 

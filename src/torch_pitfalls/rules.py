@@ -256,11 +256,11 @@ RULES: tuple[Rule, ...] = (
         "guard",
         "state-dict-prefix",
         "state dict loaded with strict=False across a key prefix",
-        "以 strict=False 加载了只差键前缀的 state dict",
+        "以 strict=False 加载了只差键前缀的状态字典",
         "load_state_dict(strict=False) left keys missing whose unexpected counterparts differ "
         "only by a wrapper's prefix (module. or _orig_mod.), so those weights were not loaded: "
         "strip the prefix (consume_prefix_in_state_dict_if_present) and load strictly",
-        "load_state_dict(strict=False) 留下了缺失的键，而对应的意外键只多了或少了包装器的前缀"
+        "load_state_dict(strict=False) 留下了缺失的键，而与之对应的多余的键只多了或少了包装器的前缀"
         "（module. 或 _orig_mod.），这些权重并没有被加载：应去掉前缀"
         "（consume_prefix_in_state_dict_if_present）后以严格模式加载",
     ),

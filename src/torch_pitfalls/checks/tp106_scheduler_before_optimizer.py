@@ -36,7 +36,7 @@ RULE = Rule(
     "scheduler-step-order",
     {
         "en": "scheduler stepped before the optimizer",
-        "zh_CN": "在优化器之前调用 scheduler.step()",
+        "zh_CN": "在优化器更新之前调用 scheduler.step()",
     },
     {
         "en": "scheduler.step() runs before optimizer.step() in this loop, so the first value "
