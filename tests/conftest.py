@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from torch_pitfalls import DEVICE_ENV
+from torch_pitfalls import DEVICE_ENV, catalog
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 
@@ -36,17 +36,14 @@ def pytest_collection_modifyitems(config, items):
 
 
 def example_path(slug: str) -> Path:
-    """Path of the example for ``slug`` (dashes in the slug are underscores in the file name)."""
-    matches = list(EXAMPLES.glob(f"*/plot_{slug.replace('-', '_')}.py"))
-    if len(matches) != 1:
-        raise LookupError(f"expected one example for slug {slug!r}, found {matches}")
-    return matches[0]
+    """Path of the example for ``slug``, from its record in the catalog."""
+    return catalog.page(slug).example(EXAMPLES)
 
 
 def all_slugs() -> list[str]:
-    """Slugs of every example, from the file names."""
-    paths = EXAMPLES.glob("*/plot_*.py")
-    return sorted(p.stem.removeprefix("plot_").replace("_", "-") for p in paths)
+    """Slugs of every example file of the ``examples/`` tree (tests/test_catalog.py checks that
+    the catalog lists the same pages)."""
+    return sorted(catalog.slug_of(p) for p in EXAMPLES.glob("*/plot_*.py"))
 
 
 @dataclass

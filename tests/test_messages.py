@@ -10,7 +10,6 @@ import io
 import re
 import tempfile
 import warnings
-from pathlib import Path
 
 import pytest
 import torch
@@ -19,7 +18,8 @@ from torch import nn
 
 from torch_pitfalls import messages, rules
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+from .conftest import EXAMPLES, example_path
+
 CUDA = torch.cuda.is_available()
 ACCELERATOR = torch.accelerator.current_accelerator() is not None
 
@@ -301,17 +301,15 @@ PAGE_NEEDS_NO_ACCELERATOR = {
     "no accelerator is found",
 }
 
-GONE_SINCE = {
-    r"unexpected keyword argument 'decoupled_weight_decay'": "2.7",
-    r"module 'torch\.nn' has no attribute 'Buffer'": "2.5",
-    r"You are using `torch\.load` with `weights_only=False`": "2.6",
-}
-"""Entries (and page assertions with the same pattern) that only releases before the one named
-produce: the pages assert them on those releases (``nox -s releases``), not on the one tested."""
+UNTIL = {entry.pattern: entry.until for entry in messages.MESSAGES if entry.until}
+"""Entries (and page assertions with the same pattern) that only releases up to the one named
+(their record's ``until``) produce: the pages assert them on those releases (``nox -s
+releases``), not on the one tested."""
+MINOR = tuple(int(part) for part in torch.__version__.split(".")[:2])
 
 
 def _gone(pattern: str) -> bool:
-    return pattern in GONE_SINCE and torch.__version__ >= GONE_SINCE[pattern]
+    return pattern in UNTIL and tuple(int(p) for p in UNTIL[pattern].split(".")) < MINOR
 
 
 NOT_PYTORCHS = {
@@ -364,7 +362,7 @@ def _skipped(pattern: str) -> bool:
 @pytest.mark.parametrize("entry", messages.MESSAGES, ids=lambda e: e.pattern[:40])
 def test_each_entry_matches_a_message_pytorch_produces(entry):
     if _gone(entry.pattern):
-        pytest.skip(f"only PyTorch before {GONE_SINCE[entry.pattern]} produces it")
+        pytest.skip(f"only PyTorch {UNTIL[entry.pattern]} and older produces it")
     if _skipped(entry.pattern):
         pytest.skip("needs CUDA" if entry.pattern in NEEDS_CUDA else "needs no accelerator")
     matching = [text for category, text in produced() if entry.matches(category, text)]
@@ -375,11 +373,8 @@ def test_each_entry_matches_a_message_pytorch_produces(entry):
 
 def test_each_entry_points_to_a_page_and_is_well_formed():
     for entry in messages.MESSAGES:
-        page = EXAMPLES / entry.topic / f"plot_{entry.slug.replace('-', '_')}.py"
-        assert page.is_file(), entry
-        assert rules.TOPICS.get(entry.slug, entry.topic) == entry.topic
-        if entry.slug in rules.TOPICS:
-            assert entry.url(language="zh_CN") == rules.page_url(entry.slug, language="zh_CN")
+        assert example_path(entry.slug).is_file(), entry
+        assert entry.url(language="zh_CN") == rules.page_url(entry.slug, language="zh_CN")
         if entry.rule:
             assert rules.rule(entry.rule).kind == "note" or entry.rule == "TP006"
             assert rules.rule(entry.rule).slug == entry.slug
@@ -430,7 +425,7 @@ def test_each_message_a_page_asserts_has_an_entry(page, function, names, pattern
     if not covered and ACCELERATOR and pattern in PAGE_NEEDS_NO_ACCELERATOR:
         pytest.skip("needs a machine without an accelerator")
     if not covered and _gone(pattern):
-        pytest.skip(f"only PyTorch before {GONE_SINCE[pattern]} produces it")
+        pytest.skip(f"only PyTorch {UNTIL[pattern]} and older produces it")
     assert covered, (page, pattern, candidates)
 
 

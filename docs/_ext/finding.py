@@ -3,8 +3,8 @@
 Loaded by ``docs/conf.py`` as a Sphinx extension, after sphinx-gallery. Everything it adds comes
 from two sources:
 
-* ``docs/finding.toml``, one declaration per page (what readers search for, related pages) and
-  the list of symptoms;
+* the pages' records in the catalog (:mod:`torch_pitfalls.catalog`, ``pages.toml``): what readers
+  search for, related pages, the symptoms each page explains;
 * the executed outputs of the pages: every line ``SomeError: message`` or ``SomeWarning: message``
   that a page printed (as :func:`torch_pitfalls.expect_raises` and
   :func:`torch_pitfalls.expect_warns` print them), collected from the doctrees at build time, so
@@ -20,14 +20,16 @@ from __future__ import annotations
 
 import json
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from pitfalls_sphinx import PAGE_ORDER, page_language
+from pitfalls_sphinx import page_language
+
+from torch_pitfalls import catalog
 
 DOCS = Path(__file__).resolve().parents[1]
-DECLARATIONS = DOCS / "finding.toml"
+#: The catalog's file: a change to it re-reads every page.
+CATALOG_FILE = Path(catalog.__file__).with_name("pages.toml")
 ERROR_INDEX = "errors"
 SYMPTOM_INDEX = "symptoms"
 #: Pages kept low in search results: for contributors, not for readers with a problem.
@@ -40,96 +42,16 @@ OWN_CLASSES = {"PitfallWarning"}
 CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 
 
-# -- The declarations -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Symptom:
-    id: str
-    title: str
-    pages: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Declarations:
-    search: dict[str, tuple[str, ...]]
-    related: dict[str, tuple[str, ...]]
-    symptoms: tuple[Symptom, ...]
-
-
-def load(path: Path = DECLARATIONS) -> Declarations:
-    """Read ``finding.toml``.
-
-    Raises:
-        ValueError: a slug that is not a page (:data:`pitfalls_sphinx.PAGE_ORDER`), a page
-            related to itself, or a symptom id used twice.
-    """
-    data = tomllib.loads(path.read_text(encoding="utf-8"))
-    pages = data.get("pages", {})
-    problems = [f"[pages.{slug}] is not a page" for slug in pages if slug not in PAGE_ORDER]
-    search, related = {}, {}
-    for slug, page in pages.items():
-        search[slug] = tuple(page.get("search", ()))
-        related[slug] = tuple(page.get("related", ()))
-        problems += [f"{slug}: related page {r!r} is not a page" for r in related[slug]
-                     if r not in PAGE_ORDER]  # fmt: skip
-        if slug in related[slug]:
-            problems.append(f"{slug} is related to itself")
-    symptoms, seen = [], set()
-    for entry in data.get("symptoms", ()):
-        symptom = Symptom(entry["id"], entry["title"], tuple(entry["pages"]))
-        if symptom.id in seen:
-            problems.append(f"symptom {symptom.id!r} is declared twice")
-        seen.add(symptom.id)
-        problems += [f"symptom {symptom.id}: {p!r} is not a page" for p in symptom.pages
-                     if p not in PAGE_ORDER]  # fmt: skip
-        symptoms.append(symptom)
-    if problems:
-        raise ValueError(f"{path}: " + "; ".join(problems))
-    return Declarations(search, related, tuple(symptoms))
-
-
-def see_also(related: dict[str, tuple[str, ...]]) -> dict[str, list[str]]:
-    """Both directions of the declared relations: slug → its related pages, each once.
-
-    The page's own declaration comes first, in its order; then the pages that declared it, in
-    reading order (:data:`~pitfalls_sphinx.PAGE_ORDER`).
-
-    >>> both = see_also({"a": ("b",), "c": ("a",)})
-    >>> both["a"], both["b"], both["c"]
-    (['b', 'c'], ['a'], ['a'])
-    """
-    order = {slug: i for i, slug in enumerate(PAGE_ORDER)}
-    both: dict[str, list[str]] = {}
-    for slug, others in related.items():
-        for other in others:
-            both.setdefault(slug, [])
-            if other not in both[slug]:
-                both[slug].append(other)
-    for slug, others in sorted(related.items(), key=lambda item: order.get(item[0], len(order))):
-        for other in others:
-            both.setdefault(other, [])
-            if slug not in both[other] and slug not in related.get(other, ()):
-                both[other].append(slug)
-    return both
-
-
 def slug_of(docname: str) -> str | None:
-    """The page slug of a gallery page's docname, ``None`` for other documents.
-
-    >>> slug_of("auto_examples/autograd/plot_retain_graph")
-    'retain-graph'
-    """
-    if not docname.startswith("auto_examples/") or "/plot_" not in docname:
-        return None
-    return docname.rsplit("/plot_", 1)[1].replace("_", "-")
+    """The page slug of a gallery page's docname, ``None`` for other documents."""
+    return catalog.slug_of(docname) if docname.startswith(catalog.GALLERY + "/") else None
 
 
-def docname_of(slug: str) -> str:
-    """The docname of a page slug (its example file under examples/<topic>/)."""
-    name = "plot_" + slug.replace("-", "_")
-    [path] = (DOCS.parent / "examples").glob(f"*/{name}.py")
-    return f"auto_examples/{path.parent.name}/{name}"
+def search_phrases(slug: str, language: str) -> tuple[str, ...]:
+    """What readers search for to find the page ``slug``: English phrases on both builds, the
+    Chinese ones on the Chinese build."""
+    page = catalog.page(slug)
+    return page.search + (page.search_zh if language == "zh_CN" else ())
 
 
 # -- Messages printed by the pages ----------------------------------------------------------------
@@ -258,7 +180,7 @@ def _indexes_last(app, env, docnames) -> None:
 
 def all_printed(env) -> list[Printed]:
     """What every page printed, in reading order of the site (gallery pages first)."""
-    order = {docname_of(slug): i for i, slug in enumerate(PAGE_ORDER)}
+    order = {page.docname: i for i, page in enumerate(catalog.pages())}
     printed = getattr(env, "pitfalls_printed", {})
     docnames = sorted(printed, key=lambda d: (order.get(d, len(order)), d))
     return [item for docname in docnames for item in printed[docname]]
@@ -276,9 +198,7 @@ def _index_entries(app, doctree) -> None:
     from sphinx import addnodes
 
     slug = slug_of(app.env.docname)
-    phrases = app.env.pitfalls_declarations.search.get(slug, ()) if slug else ()
-    language = page_language(app.config)
-    phrases = [p for p in phrases if language == "zh_CN" or not CJK.search(p)]
+    phrases = search_phrases(slug, page_language(app.config)) if slug else ()
     section = next(iter(doctree.findall(nodes.section)), None)
     if not phrases or section is None:
         return
@@ -292,13 +212,9 @@ def _index_entries(app, doctree) -> None:
     domain.entries.setdefault(app.env.docname, []).extend(index["entries"])
 
 
-def _read_declarations(app) -> None:
-    app.env.pitfalls_declarations = load()
-
-
 def _always_reread(app, env, added, changed, removed):
-    """A changed finding.toml re-reads every page; a changed page re-reads the two indexes."""
-    digest = DECLARATIONS.read_bytes()
+    """A changed catalog re-reads every page; a changed page re-reads the two indexes."""
+    digest = CATALOG_FILE.read_bytes()
     if getattr(env, "pitfalls_finding", None) != digest:
         env.pitfalls_finding = digest
         return sorted(env.found_docs)
@@ -317,7 +233,7 @@ def _see_also(app, doctree) -> None:
     slug = slug_of(app.env.docname)
     if slug is None:
         return
-    related = see_also(app.env.pitfalls_declarations.related).get(slug, [])
+    related = catalog.see_also().get(slug, [])
     if not related:
         return
     box = addnodes.seealso(classes=["pitfalls-see-also"])
@@ -448,9 +364,9 @@ def _symptom_index_directive():
         """``pitfalls-symptom-index``: one section per declared symptom, linking its pages."""
 
         def run(self):
-            self.env.note_dependency(str(DECLARATIONS))
+            self.env.note_dependency(str(CATALOG_FILE))
             result = []
-            for symptom in self.env.pitfalls_declarations.symptoms:
+            for symptom in catalog.symptoms():
                 section = _section(self, f"symptom-{symptom.id}", symptom.title)
                 items = nodes.bullet_list()
                 for slug in symptom.pages:
@@ -488,7 +404,7 @@ def _resolve(app, doctree, docname) -> None:
 
 SCORER_JS = r"""
 // Generated by docs/_ext/finding.py: Sphinx's default scores, plus a bonus for the page that a
-// query names (a phrase of docs/finding.toml or a message the page printed).
+// query names (a phrase of a page's record in the catalog or a message the page printed).
 var PITFALLS_PHRASES = __PHRASES__;
 var PITFALLS_LOW = __LOW__;
 var pitfallsNormal = (text) => text.toLowerCase()
@@ -571,11 +487,12 @@ def scorer_path(language: str) -> Path:
     return DOCS / "_build" / "search-scorer" / f"{language}.js"
 
 
-def scorer_phrases(declarations: Declarations, printed: list[Printed]) -> dict[str, list]:
+def scorer_phrases(printed: list[Printed], language: str = "zh_CN") -> dict[str, list]:
     """docname → ``[phrase, weight]``: declared phrases weigh more than printed messages."""
     phrases: dict[str, list] = {}
-    for slug, declared in declarations.search.items():
-        phrases.setdefault(docname_of(slug), []).extend([p, 20] for p in declared)
+    for page in catalog.pages():
+        declared = search_phrases(page.slug, language)
+        phrases.setdefault(page.docname, []).extend([p, 20] for p in declared)
     for item in printed:
         known = phrases.setdefault(item.docname, [])
         for text in (item.message, message_head(item.message)):
@@ -586,7 +503,7 @@ def scorer_phrases(declarations: Declarations, printed: list[Printed]) -> dict[s
 
 def _write_scorer(app, env) -> None:
     """Write this language's scorer once every page is read (Sphinx reads it when writing)."""
-    phrases = scorer_phrases(env.pitfalls_declarations, all_printed(env))
+    phrases = scorer_phrases(all_printed(env), page_language(app.config))
     text = SCORER_JS.replace("__PHRASES__", json.dumps(phrases, ensure_ascii=False, sort_keys=True))
     text = text.replace("__LOW__", json.dumps(LOW_PAGES))
     path = Path(app.config.html_search_scorer)
@@ -664,12 +581,8 @@ def registry_problems(places: dict[tuple[str, str], list[Printed]]) -> list[str]
 
 
 def page_slug(docname: str) -> str:
-    """The slug of a gallery page, from its docname.
-
-    >>> page_slug("auto_examples/autograd/plot_retain_graph")
-    'retain-graph'
-    """
-    return docname.rsplit("/", 1)[-1].removeprefix("plot_").replace("_", "-")
+    """The slug of a gallery page, from its docname."""
+    return catalog.slug_of(docname)
 
 
 def _check(app, env) -> None:
@@ -692,7 +605,6 @@ def _check(app, env) -> None:
 def setup(app):
     _message_aware_languages(app)
     app.connect("config-inited", _configure)
-    app.connect("builder-inited", _read_declarations)
     app.connect("env-get-outdated", _always_reread)
     app.connect("env-before-read-docs", _indexes_last)
     app.connect("env-purge-doc", _purge)

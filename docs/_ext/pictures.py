@@ -215,21 +215,6 @@ def _localize_figures(app, doctree) -> None:
 
 # -- Cards -----------------------------------------------------------------------------------------
 
-#: Each topic's colour and sign on the cards.
-TOPIC_LOOK = {
-    "autograd": ("#4c72b0", "∇"),
-    "devices": ("#dd8452", "⇄"),
-    "data": ("#55a868", "≡"),
-    "losses": ("#c44e52", "↘"),
-    "modules": ("#8172b3", "▣"),
-    "tensors": ("#937860", "⊞"),
-    "optim": ("#da8bc3", "↓"),
-    "amp": ("#8c8c8c", "½"),
-    "numerics": ("#ccb974", "∞"),
-    "serialization": ("#64b5cd", "⇩"),
-    "distributed": ("#2a9d8f", "⋔"),
-    "performance": ("#e76f51", "≫"),
-}
 LITERAL = re.compile(r"``(.+?)``|:[a-z]+:`~?([^`<]+?)(?:\s*<[^>]+>)?`")
 
 
@@ -254,7 +239,10 @@ def draw_card(path: Path, target: Path, size=(400, 280)) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    colour, sign = TOPIC_LOOK.get(path.parent.name, ("#4c72b0", "•"))
+    from torch_pitfalls import catalog
+
+    topic = {t.name: t for t in catalog.topics()}[path.parent.name]
+    colour, sign = topic.colour, topic.sign
     words = card_words(path)
     figure = plt.figure(figsize=(size[0] / 100, size[1] / 100), dpi=100)
     figure.patch.set_facecolor("white")

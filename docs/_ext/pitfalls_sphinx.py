@@ -14,130 +14,40 @@ import re
 import zlib
 from pathlib import Path
 
+from torch_pitfalls import catalog
+
 DOCS = Path(__file__).resolve().parents[1]
 ROOT = DOCS.parent
 GALLERY_DIR = DOCS / "auto_examples"
 STAMP = GALLERY_DIR / ".inputs.sha256"
 
-#: Reading order of the pages inside each topic, by slug (the catalog's order).
-PAGE_ORDER = [
-    # autograd
-    "requires-grad-propagation",
-    "freezing-layers",
-    "no-grad-evaluation",
-    "backward-step-zero-grad",
-    "data-vs-detach",
-    "retain-graph",
-    "gradient-accumulation",
-    "leaf-inplace-init",
-    "non-leaf-grad",
-    "inplace-saved-tensor",
-    "optimizer-step-between-backwards",
-    # devices
-    "device-agnostic-code",
-    "tensor-to-numpy",
-    "item-and-tolist",
-    "torch-load-weights-only",
-    # data
-    "dataloader-worker-rng",
-    "float64-creep",
-    "split-shared-transform",
-    "iterable-dataset-duplicates",
-    # losses
-    "cross-entropy-expects-logits",
-    "loss-targets-and-kl",
-    "mse-broadcasting",
-    "bce-with-logits",
-    "loss-weights-reduction",
-    "token-mean-accumulation",
-    # modules
-    "train-eval-mode",
-    "functional-dropout",
-    "batchnorm-running-stats",
-    "modulelist-vs-list",
-    "register-buffer",
-    "embedding-padding-idx",
-    "rnn-hidden-batch-first",
-    "pack-padded-sequence",
-    "attention-mask-polarity",
-    # tensors
-    "index-select",
-    "interpolate-batch-dim",
-    "softmax-dim",
-    "view-noncontiguous",
-    "reshape-vs-permute",
-    "expand-inplace-write",
-    "legacy-tensor-constructor",
-    "align-corners",
-    # optim
-    "scheduler-step-order",
-    "params-not-in-optimizer",
-    "params-generator-exhausted",
-    "weight-decay-norm-bias",
-    "adam-vs-adamw",
-    # amp (mixed precision)
-    "amp-unscale-before-clip",
-    "half-precision-accumulation",
-    # numerics
-    "nan-grad-masked-branch",
-    "tf32-matmul",
-    # serialization
-    "state-dict-prefix",
-    "save-view-saves-storage",
-    "resume-training",
-    # distributed
-    "sampler-set-epoch",
-    "ddp-unused-parameters",
-    # performance (and reproducibility)
-    "cuda-async-timing",
-    "non-blocking-copy",
-    "cuda-nondeterminism",
-    "compile-recompiles",
-    "caching-allocator",
-]
-
-#: Reading order of the topics (folders of examples/).
-TOPIC_ORDER = [
-    "autograd",
-    "devices",
-    "data",
-    "losses",
-    "modules",
-    "tensors",
-    "optim",
-    "amp",
-    "numerics",
-    "serialization",
-    "distributed",
-    "performance",
-]
-
 
 class CatalogOrder:
-    """sphinx-gallery ``within_subsection_order``: pages in :data:`PAGE_ORDER`, then by name."""
+    """sphinx-gallery ``within_subsection_order``: the catalog's reading order
+    (:func:`torch_pitfalls.catalog.pages`), then by name for a file the catalog does not list."""
 
     def __init__(self, src_dir: str) -> None:
         self.src_dir = src_dir
 
     def __call__(self, filename: str) -> tuple[int, str]:
-        slug = Path(filename).stem.removeprefix("plot_").replace("_", "-")
-        rank = PAGE_ORDER.index(slug) if slug in PAGE_ORDER else len(PAGE_ORDER)
-        return rank, filename
+        order = catalog.slugs()
+        slug = catalog.slug_of(filename)
+        return (order.index(slug) if slug in order else len(order)), filename
 
     def __repr__(self) -> str:  # sphinx-gallery uses it in its cache key
-        return f"CatalogOrder({PAGE_ORDER!r})"
+        return f"CatalogOrder({catalog.slugs()!r})"
 
 
 class TopicOrder:
-    """sphinx-gallery ``subsection_order``: topic folders in :data:`TOPIC_ORDER`."""
+    """sphinx-gallery ``subsection_order``: topic folders in the catalog's order."""
 
     def __call__(self, folder: str) -> tuple[int, str]:
+        order = [topic.name for topic in catalog.topics()]
         name = Path(folder).name
-        rank = TOPIC_ORDER.index(name) if name in TOPIC_ORDER else len(TOPIC_ORDER)
-        return rank, folder
+        return (order.index(name) if name in order else len(order)), folder
 
     def __repr__(self) -> str:
-        return f"TopicOrder({TOPIC_ORDER!r})"
+        return f"TopicOrder({[topic.name for topic in catalog.topics()]!r})"
 
 
 #: The instance sphinx-gallery's ``subsection_order`` names (it does not instantiate classes).
@@ -151,9 +61,7 @@ def reset_example(gallery_conf, fname, when) -> None:
     the slug from ``TORCH_PITFALLS_EXAMPLE`` instead.
     """
     if fname is not None and when == "before":
-        os.environ["TORCH_PITFALLS_EXAMPLE"] = (
-            Path(fname).stem.removeprefix("plot_").replace("_", "-")
-        )
+        os.environ["TORCH_PITFALLS_EXAMPLE"] = catalog.slug_of(fname)
 
 
 def inputs_digest() -> str:
@@ -631,7 +539,7 @@ def _rules_directive():
 
 def page_language(config) -> str:
     """The site language of a build: ``"en"`` or ``"zh_CN"``."""
-    return "zh_CN" if (config.language or "en").replace("-", "_").startswith("zh") else "en"
+    return catalog.resolve_language(config.language or "en")
 
 
 def _rework_outputs(app, doctree) -> None:
@@ -722,9 +630,7 @@ def _recordings_in_context(app, pagename, templatename, context, doctree) -> Non
 
 def _base_url_per_language(app, config) -> None:
     """``html_baseurl`` from the one setting of the detectors' URLs, per language."""
-    from torch_pitfalls.rules import site_url
-
-    config.html_baseurl = f"{site_url()}/{config.language or 'en'}/"
+    config.html_baseurl = f"{catalog.site_url()}/{config.language or 'en'}/"
 
 
 def _junit_per_language(app, config) -> None:

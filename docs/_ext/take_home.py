@@ -71,7 +71,7 @@ def wheel_name() -> str:
 
 def wheel_url() -> str:
     """The address of the helper package's wheel on the published site."""
-    from torch_pitfalls.rules import site_url
+    from torch_pitfalls.catalog import site_url
 
     return f"{site_url()}/wheels/{wheel_name()}"
 
@@ -119,13 +119,15 @@ def examples() -> list[Path]:
 
 
 def slug_of(path: Path) -> str:
-    return path.stem.removeprefix("plot_").replace("_", "-")
+    from torch_pitfalls import catalog as pages
+
+    return pages.slug_of(path)
 
 
 def page_url(path: Path, language: str) -> str:
-    from torch_pitfalls.rules import site_url
+    from torch_pitfalls import catalog as pages
 
-    return f"{site_url()}/{language}/auto_examples/{path.parent.name}/{path.stem}.html"
+    return pages.url(pages.slug_of(path), language=language)
 
 
 @functools.cache
@@ -223,7 +225,7 @@ def inline(text: str, ctx: Context, markdown: bool) -> str:
 
 
 def reference(kind: str, shown: str | None, target: str, ctx: Context, markdown: bool) -> str:
-    from torch_pitfalls.rules import site_url
+    from torch_pitfalls.catalog import site_url
 
     if kind == "doc":
         page = target.lstrip("/")
@@ -586,7 +588,7 @@ def repository_links(
 
 
 def _links_in_context(app, pagename, templatename, context, doctree) -> None:
-    from torch_pitfalls.rules import site_url
+    from torch_pitfalls.catalog import site_url
 
     language = language_of(app.config)
     source = app.env.doc2path(pagename, False) if pagename in app.env.all_docs else None

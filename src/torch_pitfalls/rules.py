@@ -15,51 +15,24 @@ This module imports only the standard library, so the checker runs without torch
 
 from __future__ import annotations
 
-import locale
-import os
 import re
 from dataclasses import dataclass
 
-BASE_URL = "https://torch-pitfalls.readthedocs.io"
-"""The address where the site is published, which serves the build's ``docs/_build/html`` folder
-(its ``en/`` and ``zh_CN/`` folders hold the two languages). It is the one setting behind every
-page URL of the detectors and the docs' ``html_baseurl``; override it with the environment
-variable :data:`BASE_URL_ENV` (a mirror, a local build).
-
-Read the Docs serves a project under ``/<language>/<version>/`` by default; this address assumes
-the project's "URL versioning scheme" is set to "Single version without translations", which
-serves the uploaded folder at ``/``. The Read the Docs build checks that
-(``docs/_ext/published_url.py``) and fails otherwise."""
-
-BASE_URL_ENV = "TORCH_PITFALLS_BASE_URL"
-"""Environment variable that overrides :data:`BASE_URL` (for a mirror or a local build)."""
-
-LANGUAGE_ENV = "TORCH_PITFALLS_LANGUAGE"
-"""Environment variable that chooses the language of messages and URLs, ``en`` or ``zh_CN``."""
-
-LANGUAGES = ("en", "zh_CN")
-"""The site's languages, English (the source) and Simplified Chinese."""
+from torch_pitfalls.catalog import (  # noqa: F401  (the detectors' URLs, re-exported)
+    BASE_URL,
+    BASE_URL_ENV,
+    LANGUAGE_ENV,
+    LANGUAGES,
+    page_path,
+    resolve_language,
+    site_url,
+)
+from torch_pitfalls.catalog import url as page_url
 
 KINDS = ("guard", "note", "lint")
 """The kinds of rule. ``guard`` is a runtime check that warns with a
 :class:`~torch_pitfalls.guards.PitfallWarning`, ``note`` a runtime check that adds a note (PEP 678)
 to an error PyTorch raises, ``lint`` a static check of source code (:mod:`torch_pitfalls.lint`)."""
-
-TOPICS = {
-    "backward-step-zero-grad": "autograd",
-    "data-vs-detach": "autograd",
-    "inplace-saved-tensor": "autograd",
-    "tensor-to-numpy": "devices",
-    "cross-entropy-expects-logits": "losses",
-    "functional-dropout": "modules",
-    "train-eval-mode": "modules",
-    "interpolate-batch-dim": "tensors",
-    "bce-with-logits": "losses",
-    "requires-grad-propagation": "autograd",
-    "no-grad-evaluation": "autograd",
-    "state-dict-prefix": "serialization",
-}
-"""The gallery topic (folder of ``examples/``) of every page a rule points to."""
 
 
 @dataclass(frozen=True)
@@ -70,7 +43,7 @@ class Rule:
         id: stable id, ``TP`` and three digits (``TP0xx`` runtime, ``TP1xx`` static); flake8
             accepts it as an error code.
         kind: one of :data:`KINDS`.
-        slug: the page that explains the pitfall (a key of :data:`TOPICS`).
+        slug: the page that explains the pitfall (a page of :mod:`torch_pitfalls.catalog`).
         title: short name, by language (``{"en": ..., "zh_CN": ...}``).
         message: what was found and what to do, by language.
         default: ``False`` for an opt-in rule, which runs only when enabled by id.
@@ -272,7 +245,6 @@ from torch_pitfalls import checks as _checks  # noqa: E402 (the modules import R
 
 for _module in _checks.modules():
     RULES += (_module.RULE,)
-    TOPICS.setdefault(_module.RULE.slug, _module.TOPIC)
 RULES = tuple(sorted(RULES, key=lambda r: r.id))
 
 _BY_ID = {r.id: r for r in RULES}
@@ -310,78 +282,6 @@ def check_ids(ids, *, what: str = "rule id") -> frozenset[str]:
         if rule_id not in _BY_ID:
             raise KeyError(f"unknown {what} {rule_id!r}; known: {', '.join(_BY_ID)}")
     return out
-
-
-def resolve_language(language: str | None = None) -> str:
-    """The language of messages and URLs: ``"en"`` or ``"zh_CN"``.
-
-    ``language`` if given, else the environment variable :data:`LANGUAGE_ENV`, else the locale
-    (``LC_ALL``, ``LC_MESSAGES``, ``LANG`` or :func:`locale.getlocale`): Chinese (``zh``…) gives
-    ``zh_CN``, anything else ``en``. ``zh``, ``zh-CN``, ``zh_Hans`` and the like are accepted.
-
-    Raises:
-        ValueError: ``language`` (or the environment variable) names another language.
-    """
-    chosen = language if language is not None else os.environ.get(LANGUAGE_ENV, "").strip()
-    if chosen:
-        normal = chosen.replace("-", "_").lower()
-        if normal in ("en", "en_us", "en_gb", "english"):
-            return "en"
-        if normal in ("zh", "zh_cn", "zh_hans", "zh_hans_cn", "chinese"):
-            return "zh_CN"
-        raise ValueError(f"language must be one of {LANGUAGES}, got {chosen!r}")
-    for variable in ("LC_ALL", "LC_MESSAGES", "LANG"):
-        value = os.environ.get(variable, "")
-        if value:
-            return "zh_CN" if value.lower().startswith("zh") else "en"
-    try:
-        current = locale.getlocale()[0] or ""
-    except ValueError:
-        current = ""
-    return "zh_CN" if current.lower().startswith("zh") else "en"
-
-
-def site_url(override: str | None = None) -> str:
-    """The site's address, without a trailing slash: ``override``, else the environment variable
-    :data:`BASE_URL_ENV`, else :data:`BASE_URL`.
-
-    Raises:
-        ValueError: the address is not an ``http://`` or ``https://`` URL.
-
-    >>> site_url("https://example.org/pitfalls/")
-    'https://example.org/pitfalls'
-    """
-    base = (override or os.environ.get(BASE_URL_ENV, "").strip() or BASE_URL).rstrip("/")
-    if not base.startswith(("http://", "https://")):
-        raise ValueError(f"the site's base URL must start with http:// or https://, got {base!r}")
-    return base
-
-
-def page_path(slug: str, *, language: str | None = None) -> str:
-    """Where the page ``slug`` lies in the built site, relative to its root (``docs/_build/html``).
-
-    >>> page_path("functional-dropout", language="zh_CN")
-    'zh_CN/auto_examples/modules/plot_functional_dropout.html'
-
-    Raises:
-        KeyError: ``slug`` is not a page any rule points to.
-        ValueError: ``language`` is not a site language.
-    """
-    if slug not in TOPICS:
-        raise KeyError(f"no rule points to a page {slug!r}; known: {', '.join(TOPICS)}")
-    name = "plot_" + slug.replace("-", "_")
-    return f"{resolve_language(language)}/auto_examples/{TOPICS[slug]}/{name}.html"
-
-
-def page_url(slug: str, *, language: str | None = None, base_url: str | None = None) -> str:
-    """URL of the page ``slug`` in ``language`` (see :func:`resolve_language`): the site's address
-    (:func:`site_url`) followed by :func:`page_path`.
-
-    Raises:
-        KeyError: ``slug`` is not a page any rule points to.
-        ValueError: ``language`` is not a site language, or the base URL is not a URL.
-    """
-    return f"{site_url(base_url)}/{page_path(slug, language=language)}"
 
 
 def localize(text: str, language: str) -> str:

@@ -4,7 +4,6 @@ Each module ``tpNNN_<name>.py`` of this package is the one home of one static ru
 
 * ``RULE``, the rule's :class:`torch_pitfalls.rules.Rule` (id, page, title and message in English
   and Simplified Chinese), which :data:`torch_pitfalls.rules.RULES` collects;
-* ``TOPIC``, the gallery topic (folder of ``examples/``) of the rule's page;
 * ``check(context)``, the analysis: it yields ``(line, column from 0)`` of each finding in one
   parsed module (:class:`Context`), ``# noqa`` not applied;
 * its docstring, which says exactly what is and is not reported (the API reference shows it).

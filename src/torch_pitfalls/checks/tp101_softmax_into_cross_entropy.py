@@ -28,8 +28,6 @@ from torch_pitfalls.checks import Context
 from torch_pitfalls.checks._analyses import expression_findings
 from torch_pitfalls.rules import _rule
 
-TOPIC = "losses"
-
 RULE = _rule(
     "TP101",
     "lint",

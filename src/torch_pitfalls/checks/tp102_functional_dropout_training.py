@@ -18,8 +18,6 @@ from torch_pitfalls.checks import Context
 from torch_pitfalls.checks._analyses import expression_findings
 from torch_pitfalls.rules import _rule
 
-TOPIC = "modules"
-
 RULE = _rule(
     "TP102",
     "lint",

@@ -37,8 +37,6 @@ from torch_pitfalls.checks import Context
 from torch_pitfalls.checks._analyses import loop_findings
 from torch_pitfalls.rules import _rule
 
-TOPIC = "autograd"
-
 RULE = _rule(
     "TP103",
     "lint",

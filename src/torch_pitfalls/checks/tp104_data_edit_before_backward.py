@@ -34,8 +34,6 @@ from torch_pitfalls.checks import Context
 from torch_pitfalls.checks._analyses import data_edit_findings
 from torch_pitfalls.rules import _rule
 
-TOPIC = "autograd"
-
 RULE = _rule(
     "TP104",
     "lint",

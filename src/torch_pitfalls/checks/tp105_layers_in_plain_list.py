@@ -51,7 +51,6 @@ RULE = Rule(
         "（参数用 nn.ParameterList）",
     },
 )
-TOPIC = "modules"
 
 _REGISTERING = frozenset(
     {"add_module", "register_module", "register_parameter", "register_buffer", "setattr"}

@@ -46,7 +46,6 @@ RULE = Rule(
         "之后每个值都提前一步生效：应在 optimizer.step() 之后调用 scheduler.step()",
     },
 )
-TOPIC = "optim"
 
 
 def check(context: Context) -> Iterator[tuple[int, int]]:

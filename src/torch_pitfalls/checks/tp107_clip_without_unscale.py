@@ -40,7 +40,6 @@ RULE = Rule(
         "scaler.unscale_(optimizer)",
     },
 )
-TOPIC = "amp"
 
 _CLIP = frozenset(
     f"torch.nn.utils{module}.{name}"

@@ -44,7 +44,6 @@ RULE = Rule(
         "而这个函数的 epoch 循环从不调用它：应在每个 epoch 开始时调用 sampler.set_epoch(epoch)",
     },
 )
-TOPIC = "distributed"
 
 _SAMPLERS = frozenset(
     {

@@ -40,7 +40,6 @@ RULE = Rule(
         "应保存 list(model.parameters())，或在每次使用时重新调用 model.parameters()",
     },
 )
-TOPIC = "optim"
 
 _METHODS = ("parameters", "named_parameters")
 
