@@ -98,7 +98,7 @@ assert not torch.allclose(grad_via_data, expected_grad)
 
 
 def classic_example(edit=None):
-    """The write-up's example; ``edit`` sets ``b`` to zero in place between the loss and backward."""
+    """The write-up's example; ``edit`` zeroes ``b`` in place between the loss and backward."""
     a = torch.tensor([7.0, 0, 0], device=device, requires_grad=True)
     b = a + 2
     loss = torch.mean(b * b)
