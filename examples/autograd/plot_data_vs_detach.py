@@ -85,6 +85,45 @@ assert not torch.allclose(grad_via_data, expected_grad)
 # prints the same numbers (its ``repr`` of ``out`` also names the ``grad_fn``).
 # An optimizer would then take a step with this wrong gradient.
 #
+# The example of the classic write-up
+# -----------------------------------
+#
+# Write-ups of this pitfall from the same years, prompted by
+# `pytorch/pytorch issue #6990 <https://github.com/pytorch/pytorch/issues/6990>`_ ("Differences
+# between .data and .detach"), use another example: ``a = torch.tensor([7., 0, 0],
+# requires_grad=True)``, ``b = a + 2`` and ``loss = torch.mean(b * b)``.
+# The product ``b * b`` saves ``b`` for backward, and the gradient of the loss is ``2 · b / 3``.
+# We run it three times: once untouched, for the correct gradient, then with ``b`` set to zero in
+# place after the loss, once through ``b.data`` and once through ``b.detach()``.
+
+
+def classic_example(edit=None):
+    """The write-up's example; ``edit`` zeroes ``b`` in place between the loss and backward."""
+    a = torch.tensor([7.0, 0, 0], device=device, requires_grad=True)
+    b = a + 2
+    loss = torch.mean(b * b)
+    if edit == "data":
+        b.data.zero_()
+    elif edit == "detach":
+        b.detach().zero_()
+    loss.backward()
+    return a.grad
+
+
+correct_classic = classic_example()
+print("correct gradient:            ", correct_classic)
+silent_classic = classic_example("data")
+print("after b.data.zero_(), a.grad:", silent_classic)
+torch.testing.assert_close(correct_classic, 2 * (torch.tensor([7.0, 0, 0], device=device) + 2) / 3)
+assert torch.count_nonzero(silent_classic) == 0
+assert not torch.allclose(silent_classic, correct_classic)
+with expect_raises(RuntimeError, "modified by an inplace operation"):
+    classic_example("detach")
+
+# %%
+# The edit through ``.data`` turns the correct gradient into zeros without a word; the same edit
+# through ``detach()`` stops backward with an error.
+#
 # Why
 # ---
 #

@@ -170,6 +170,12 @@ else:  # PyTorch 2.12 and older: the clock was chosen once, at import
     print(choice)
     assert "synchronize()" in choice and "timer = timeit.default_timer" in choice
     assert torch.cuda.is_available() or default_clock is timeit.default_timer
+    # the two earlier changes of this code, named in "Changed in PyTorch 2.13" below
+    names_xpu = "torch.xpu.synchronize()" in choice
+    asks_accelerator = "torch.accelerator.is_available()" in choice
+    print(f"names torch.xpu: {names_xpu}, asks torch.accelerator: {asks_accelerator}")
+    assert names_xpu == ("2.7" <= torch.__version__ < "2.9")
+    assert asks_accelerator == (torch.__version__ >= "2.9")
 
 # %%
 # **Timer synchronises the accelerator before every clock reading**, so its times include the
@@ -227,8 +233,13 @@ assert timer_ratio > 2
 # (`pull request #181716 <https://github.com/pytorch/pytorch/pull/181716>`_, "Fix import-time
 # device loading in benchmark timer").
 # The choice made at import had changed twice before, as the code printed above shows on each
-# release: PyTorch 2.8 added Intel XPUs to it, and PyTorch 2.10 asked
-# ``torch.accelerator.is_available()`` instead of naming each kind of device.
+# release.
+# PyTorch 2.7 added Intel XPUs to it, after CUDA
+# (`pull request #147835 <https://github.com/pytorch/pytorch/pull/147835>`_, "[Intel GPU] Add
+# synchronize() in torch.utils.benchmark").
+# PyTorch 2.9 asked ``torch.accelerator.is_available()`` instead of naming each kind of device
+# (`pull request #157131 <https://github.com/pytorch/pytorch/pull/157131>`_, "[BE] Accelerator
+# agnostic timer.py").
 #
 # A real-world report: "synchronize makes my model 6 times slower"
 # ----------------------------------------------------------------

@@ -415,13 +415,14 @@ with cuda_section(device, "a GPU checkpoint with optimizer and scaler, resumed e
 # Changed in PyTorch 2.7: the dropout masks of a seeded run
 # ---------------------------------------------------------
 #
-# The losses and weights printed on this page depend on the release: up to PyTorch 2.6, dropout
-# on the CPU drew its masks from Intel MKL's generator, seeded with one number from PyTorch's
-# generator; since PyTorch 2.7 it draws one number per element from PyTorch's generator
-# (measured with PyTorch 2.6.0 and 2.7.1, see :ref:`functional-dropout`).
-# **A seeded run with dropout takes other steps on 2.6 and on 2.7, and a checkpoint saved with
-# one resumes with other masks under the other; on one release, restoring every generator's
-# state repeats the run exactly, as shown above.**
+# The losses and weights printed on this page depend on the release.
+# Up to PyTorch 2.6, builds of PyTorch that include Intel MKL drew dropout's masks on the CPU from
+# MKL's generator, seeded with one number from PyTorch's generator; since PyTorch 2.7 every build
+# draws one number per element from PyTorch's generator, as builds without MKL (for Arm
+# processors, for example) already did (see :ref:`functional-dropout`).
+# **On a build with MKL, a seeded run with dropout takes other steps on 2.6 and on 2.7, and a
+# checkpoint saved with one resumes with other masks under the other; on one release, restoring
+# every generator's state repeats the run exactly, as shown above.**
 
 # %%
 # A real-world report
