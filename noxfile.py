@@ -119,10 +119,14 @@ def releases(session: nox.Session) -> None:
     """Run every example on each PyTorch release of docs/_ext/releases.py; record the outputs.
 
     Not part of CI nor of ``nox -s bench``: each release is a fresh environment of 5–7.5 GB
-    (downloaded, then deleted) in a temporary folder. Writes docs/release_recordings/<release>.json:
-    commit them. ``-- --releases 2.4 2.6`` records only those; ``-- --pages SLUG`` re-runs pages
-    into the existing recordings; ``-- --environments DIR`` keeps the environments there and
-    reuses them; ``-- --rediff`` only compares the stored recordings with the reference again.
+    (downloaded, then deleted) in a temporary folder. Writes docs/release_recordings/<slug>.json
+    (one file per page: release -> outcome, output, differences) and _runs.json (each release's
+    run: versions, date, machine, command); a full run of a release replaces its entries there:
+    commit them. ``-- --releases 2.4 2.6`` records only those; ``-- --pages SLUG`` re-runs only
+    those pages' entries of releases that have a full run; ``-- --environments DIR`` keeps the
+    environments there and reuses them; ``-- --rediff`` only compares the stored recordings with
+    the reference again; ``-- --from-legacy FILE...`` merges recordings of the earlier layout
+    (one <release>.json per release) and deletes them.
     """
     session.run(
         "nice", "python3", str(DOCS / "_ext" / "releases.py"), *session.posargs, external=True

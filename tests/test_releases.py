@@ -1,11 +1,13 @@
 """The recordings of the pages across PyTorch releases (``nox -s releases``) against the pages.
 
-``docs/release_recordings/<release>.json`` holds, per page, whether the example ran on that
-release, its output and the lines that differ from the reference release's (``releases.py``).
-These tests keep the recordings and the site's claims in step:
+``docs/release_recordings/<slug>.json`` holds, per release, whether the page's example ran
+there, its output and the lines that differ from the reference release's; ``_runs.json`` the
+provenance of each release's run (``releases.py``). These tests keep the recordings and the
+site's claims in step:
 
-- every page has a recording on every listed release, and no recording names a page that no
-  longer exists (the matrix cannot go stale silently);
+- a page with no recording on a listed release (a new page, a release just added) is reported,
+  as a skip (``-ra`` lists it with the command that records it); a recording of a page or a
+  release that no longer exists fails, as does a recording without its run's provenance;
 - every "Changed in PyTorch X.Y" (a page's section or a row of docs/changes.md) newer than the
   oldest listed release is bracketed by two adjacent recorded releases, X.(Y-1) and X.Y, and the
   page's status or output differs between them;
@@ -29,12 +31,10 @@ import release_matrix  # noqa: E402
 import releases  # noqa: E402
 
 ORDER = sorted(releases.RELEASES, key=releases.release_key)
-RECORDINGS = release_matrix.recordings()
-
-#: Listed releases that have no recording yet: their test below is an expected failure, strict,
-#: so the gap shows in every test run (XFAIL, with -ra) and recording one (``nox -s releases --
-#: --releases X``) turns it into an XPASS that fails until the release leaves this set.
-NOT_YET_RECORDED: set[str] = set()
+#: slug -> release -> entry, from every docs/release_recordings/<slug>.json.
+PAGES = releases.page_recordings()
+#: release -> provenance, from docs/release_recordings/_runs.json.
+RUNS = releases.runs()
 
 #: Changes between two consecutive recorded releases that no "Changed in PyTorch" names yet, in
 #: tests/releases_not_yet_said.json: "<page> <first release that behaves differently>" -> what
@@ -64,59 +64,106 @@ def changed_in() -> set[tuple[str, str]]:
 
 
 def behaviour(label: str, slug: str) -> tuple[str, tuple[str, ...]]:
-    page = RECORDINGS[label]["pages"][slug]
+    page = PAGES[slug][label]
     return page["status"], tuple(page["output"])
+
+
+def recorded(slug: str) -> list[str]:
+    """The listed releases the page has a recording of, oldest first."""
+    return [label for label in ORDER if label in PAGES.get(slug, {})]
 
 
 def key(version: str) -> tuple[int, ...]:
     return releases.release_key(version)
 
 
-@pytest.mark.parametrize(
-    "label",
-    [
-        pytest.param(
-            label,
-            marks=pytest.mark.xfail(
-                label in NOT_YET_RECORDED, reason=f"PyTorch {label} not recorded yet", strict=True
-            ),
-        )
-        for label in ORDER
-    ],
-)
-def test_every_page_is_recorded_on_every_listed_release(label):
-    assert label in RECORDINGS, f"no recording of PyTorch {label}: run `nox -s releases`"
-    recorded = set(RECORDINGS[label]["pages"])
-    missing = sorted(set(all_slugs()) - recorded)
-    assert not missing, f"PyTorch {label}: no recording of {missing} (run `nox -s releases`)"
-
-
-def test_no_recording_names_a_page_that_no_longer_exists():
-    gone = {
-        label: sorted(set(recording["pages"]) - set(all_slugs()))
-        for label, recording in RECORDINGS.items()
+def not_recorded_yet() -> dict[str, list[str]]:
+    """slug -> the listed releases it has no recording of (every release, for a new page)."""
+    missing = {
+        slug: [label for label in ORDER if label not in recorded(slug)] for slug in all_slugs()
     }
-    assert not any(gone.values()), gone
-    assert set(RECORDINGS) <= set(releases.RELEASES), "a recording of an unlisted release"
+    return {slug: labels for slug, labels in missing.items() if labels}
+
+
+def test_every_page_is_recorded_on_every_listed_release():
+    """Reported, not failed: a page or a release not recorded yet is a skip that names them."""
+    missing = not_recorded_yet()
+    if not missing:
+        return
+    # releases no page is recorded on (just listed), then the rest page by page (a new page)
+    everywhere = [label for label in ORDER if all(label in missing.get(s, []) for s in all_slugs())]
+    pages = {
+        slug: [label for label in labels if label not in everywhere]
+        for slug, labels in missing.items()
+    }
+    said = []
+    if everywhere:
+        said.append(
+            f"PyTorch {', '.join(everywhere)}: no page recorded "
+            f"(nox -s releases -- --releases {' '.join(everywhere)})"
+        )
+    for slug, labels in pages.items():
+        if labels:
+            said.append(
+                f"{slug}: not recorded on {', '.join(labels)} "
+                f"(nox -s releases -- --releases {' '.join(labels)} --pages {slug})"
+            )
+    pytest.skip("not recorded yet: " + "; ".join(said))
+
+
+def test_no_recording_names_a_page_or_release_that_no_longer_exists():
+    gone_pages = sorted(set(PAGES) - set(all_slugs()))
+    assert not gone_pages, (
+        f"recordings of pages that no longer exist: {gone_pages} "
+        f"(delete docs/release_recordings/<slug>.json)"
+    )
+    unlisted = {
+        slug: sorted(set(entries) - set(releases.RELEASES)) for slug, entries in PAGES.items()
+    }
+    unlisted = {slug: labels for slug, labels in unlisted.items() if labels}
+    assert not unlisted, f"recordings of releases not listed in RELEASES: {unlisted}"
+    assert set(RUNS) <= set(releases.RELEASES), "a run of an unlisted release in _runs.json"
+    without_run = sorted({label for entries in PAGES.values() for label in entries} - set(RUNS))
+    assert not without_run, f"pages recorded on {without_run}, which _runs.json has no run of"
+    legacy = [path.name for path in releases.legacy_files()]
+    assert not legacy, (
+        f"recordings of the earlier layout: {legacy}: merge them with "
+        "`python docs/_ext/releases.py --from-legacy docs/release_recordings/<release>.json ...`"
+    )
 
 
 def test_recordings_hold_their_provenance_and_compare_with_the_reference():
-    reference = RECORDINGS.get(releases.REFERENCE)
-    assert reference is not None
-    for label, recording in RECORDINGS.items():
+    assert releases.REFERENCE in RUNS, "no run of the reference release"
+    for label, run in RUNS.items():
         for field in ("release", "torch", "python", "numpy", "date", "machine", "command"):
-            assert recording[field], (label, field)
-        assert recording["release"] == label
-        assert recording["torch"].startswith(releases.RELEASES[label][0].split("==")[1])
-        assert recording["reference"] == releases.REFERENCE
-        for slug, page in recording["pages"].items():
+            assert run[field], (label, field)
+        for field in ("install_seconds", "run_seconds", "disk_bytes"):
+            assert isinstance(run[field], int | float), (label, field)
+        assert run["release"] == label
+        assert run["torch"].startswith(releases.RELEASES[label][0].split("==")[1])
+        assert run["requirements"][:2] == list(releases.RELEASES[label]), label
+        assert run["reference"] == releases.REFERENCE
+    for slug, entries in PAGES.items():
+        assert list(entries) == sorted(entries, key=releases.release_key), f"{slug}: order"
+        reference = entries.get(releases.REFERENCE)
+        if reference is not None:
+            assert reference["status"] == "ran", f"{slug} fails on the reference release"
+        for label, page in entries.items():
             assert page["status"] in ("ran", "failed"), (label, slug)
             assert (page["status"] == "failed") == bool(page.get("error")), (label, slug)
-            if label != releases.REFERENCE:
+            if "rerun" in page:
+                assert all(page["rerun"].get(f) for f in ("date", "machine", "command")), (
+                    label,
+                    slug,
+                )
+            if label == releases.REFERENCE:
+                assert "differs" not in page, slug
+            elif reference is None:
+                assert "differs" not in page, f"{label}/{slug}: differs, but from what?"
+            else:
                 assert page["differs"] == releases.differences(
-                    page["output"], reference["pages"][slug]["output"]
+                    page["output"], reference["output"]
                 ), f"{label}/{slug}: run `python docs/_ext/releases.py --rediff`"
-    assert all(page["status"] == "ran" for page in reference["pages"].values())
 
 
 def adjacent_releases(version: str) -> tuple[str, str] | None:
@@ -150,30 +197,38 @@ def test_adjacent_releases_bracket_a_change():
 
 
 def test_each_changed_in_section_differs_across_its_release():
-    checked = []
+    checked, unrecorded = [], []
     for slug, version in sorted(changed_in()):
         pair = adjacent_releases(version)
         if pair is None:
             continue  # the change is older than every listed release
         before, after = pair
-        assert before in RECORDINGS and after in RECORDINGS, (slug, version, "not recorded")
+        if not {before, after} <= set(recorded(slug)):
+            unrecorded.append(f"{slug} {before}/{after}")  # reported below, not failed
+            continue
         checked.append((slug, version))
         assert behaviour(before, slug) != behaviour(after, slug), (
             f"{slug}: 'Changed in PyTorch {version}', but PyTorch {before} and {after} "
             "behave the same"
         )
+    if unrecorded:
+        pytest.skip(
+            f"{len(checked)} 'Changed in PyTorch' checked; not recorded yet on both releases "
+            f"that bracket them: {', '.join(unrecorded)}"
+        )
     assert checked, "no 'Changed in PyTorch' falls between two recorded releases"
 
 
 def changes_seen() -> dict[tuple[str, str], str]:
-    """(page, release) -> what: a page behaves differently than on the previous recorded release."""
-    recorded = [label for label in ORDER if label in RECORDINGS]
+    """(page, release) -> what: a page behaves differently than on the release before, among
+    the releases the page is recorded on."""
     seen = {}
-    for previous, label in zip(recorded, recorded[1:], strict=False):
-        for slug in all_slugs():
+    for slug in all_slugs():
+        labels = recorded(slug)
+        for previous, label in zip(labels, labels[1:], strict=False):
             if behaviour(previous, slug) == behaviour(label, slug):
                 continue
-            was, now = (RECORDINGS[x]["pages"][slug] for x in (previous, label))
+            was, now = (PAGES[slug][x] for x in (previous, label))
             if was["status"] != now["status"]:
                 error = (was.get("error") or now.get("error")).splitlines()[-1]
                 what = f"{was['status']} on {previous}, {now['status']} on {label}: {error}"
@@ -188,10 +243,10 @@ def changes_seen() -> dict[tuple[str, str], str]:
 def unsaid_changes() -> dict[str, str]:
     """The changes of changes_seen() that no "Changed in PyTorch" covers: "<page> <release>"."""
     said = changed_in()
-    recorded = [label for label in ORDER if label in RECORDINGS]
     unsaid = {}
     for (slug, label), what in changes_seen().items():
-        previous = recorded[recorded.index(label) - 1]
+        labels = recorded(slug)
+        previous = labels[labels.index(label) - 1]
         if any(s == slug and key(previous) < key(version) <= key(label) for s, version in said):
             continue
         unsaid[f"{slug} {label}"] = what
@@ -217,12 +272,16 @@ def test_the_labels_are_in_the_template_that_feeds_the_catalog():
 
 def test_each_page_section_shows_every_recorded_result():
     for slug in all_slugs():
-        text = release_matrix.page_section(slug, RECORDINGS, None).astext()
-        for label, recording in RECORDINGS.items():
-            page = recording["pages"].get(slug)
-            assert recording["torch"] in text and recording["date"] in text
+        entries = PAGES.get(slug, {})
+        text = release_matrix.page_section(entries, RUNS).astext()
+        for label in ORDER:
+            page = entries.get(label)
+            torch, date = release_matrix.recorded_on(label, page, RUNS)
+            assert torch in text and date in text
             kind = release_matrix.outcome(page)
-            if kind == "fails":
+            if kind == "missing":
+                assert release_matrix.LABELS["missing"] in text, (slug, label)
+            elif kind == "fails":
                 assert page["error"].splitlines()[-1] in text, (slug, label)
             elif kind == "differs":
                 assert all(line in text for line in page["differs"]), (slug, label)
@@ -234,20 +293,19 @@ def test_a_release_that_differs_links_the_changed_in_sections_between_it_and_the
     older = ORDER[0]
     newer = ORDER[-1]
     assert releases.release_key(older) < releases.release_key(releases.REFERENCE)
-    found = {
-        label: {"torch": label, "date": "2026-12-01", "pages": {"p": page}}
-        for label, page in {
-            older: {"status": "failed", "error": "RuntimeError: old", "output": []},
-            releases.REFERENCE: {"status": "ran", "output": ["new"]},
-            newer: {"status": "ran", "output": ["newer"], "differs": ["-new", "+newer"]},
-        }.items()
+    runs = {label: {"torch": label, "date": "2026-12-01"} for label in (older, newer)}
+    runs[releases.REFERENCE] = {"torch": releases.REFERENCE, "date": "2026-12-01"}
+    entries = {
+        older: {"status": "failed", "error": "RuntimeError: old", "output": []},
+        releases.REFERENCE: {"status": "ran", "output": ["new"]},
+        newer: {"status": "ran", "output": ["newer"], "differs": ["-new", "+newer"]},
     }
     between = ORDER[1]  # after the oldest release, not after the reference
     changes = {
         between: ("changed-in-pytorch-x", "Changed in PyTorch " + between),
         "99.0": ("changed-in-pytorch-99-0", "Changed in PyTorch 99.0"),
     }
-    section = release_matrix.page_section("p", found, None, changes)
+    section = release_matrix.page_section(entries, runs, changes)
     links = {
         row[0].astext(): [ref["refid"] for ref in row.findall(nodes.reference)]
         for row in section.findall(nodes.row)
@@ -256,6 +314,24 @@ def test_a_release_that_differs_links_the_changed_in_sections_between_it_and_the
     assert links[newer] == []  # 99.0 is newer than every recorded release
     assert links[releases.REFERENCE] == []
     assert "Explained in the section: Changed in PyTorch " + between in section.astext()
+
+
+def test_a_release_the_page_is_not_recorded_on_says_so_and_a_rerun_shows_its_own_date():
+    from docutils import nodes
+
+    older, newer = ORDER[0], ORDER[-1]
+    runs = {
+        older: {"torch": older + ".9", "date": "2026-12-01"},
+        newer: {"torch": newer + ".9", "date": "2026-12-01"},
+    }
+    entries = {newer: {"status": "ran", "output": [], "rerun": {"date": "2026-12-24"}}}
+    section = release_matrix.page_section(entries, runs)
+    rows = {row[0].astext(): row.astext() for row in section.findall(nodes.row)}
+    assert len(rows) == len(ORDER) + 1  # the header and one row per listed release
+    assert "not recorded yet" in rows[older + ".9"] and "2026-12-01" not in rows[older + ".9"]
+    assert "2026-12-24" in rows[newer + ".9"]  # the re-run's date, not the run's
+    unrun = ORDER[1]  # no run: the version the release's requirement names
+    assert "not recorded yet" in rows[releases.RELEASES[unrun][0].split("==")[1]]
 
 
 def test_changed_in_sections_are_found_by_their_source_title():

@@ -1,10 +1,12 @@
 """The pages' behaviour across PyTorch releases, from ``docs/release_recordings`` (Sphinx side).
 
 ``nox -s releases`` (``releases.py``) runs every example on each release of
-:data:`releases.RELEASES` and writes one recording per release. This extension shows them:
+:data:`releases.RELEASES` and writes one file per page (``<slug>.json``: release -> entry) and
+the runs' provenance (``_runs.json``). This extension shows them:
 
 - on each example page, a last section "Across releases": release → same output as the reference
-  release / output differs (the lines) / stops with an error (the error), with the date recorded;
+  release / output differs (the lines) / stops with an error (the error) / not recorded yet, with
+  the date the page was recorded;
 - on the changes page, the ``pitfalls-release-matrix`` directive: pages × releases.
 
 The labels are msgids listed in ``_templates/release-strings.html``, so ``nox -s i18n`` puts them
@@ -14,7 +16,6 @@ outputs and errors are PyTorch's and stay as printed.
 
 from __future__ import annotations
 
-import json
 import re
 
 import releases
@@ -23,18 +24,9 @@ SECTION_ID = "across-releases"
 FULL_WIDTH = ("：", "，", "。", "；")
 
 
-def recordings() -> dict[str, dict]:
-    """Every recording in ``docs/release_recordings``, by release label, in release order."""
-    found = {}
-    for path in sorted(
-        releases.RECORDINGS.glob("*.json"), key=lambda p: releases.release_key(p.stem)
-    ):
-        found[path.stem] = json.loads(path.read_text(encoding="utf-8"))
-    return found
-
-
 def outcome(page: dict | None) -> str:
-    """``"same"``, ``"differs"``, ``"fails"`` or ``"missing"`` for one page on one release."""
+    """``"same"``, ``"differs"``, ``"fails"`` or ``"missing"`` (not recorded yet) for one page
+    on one release."""
     if page is None:
         return "missing"
     if page["status"] != "ran":
@@ -68,7 +60,7 @@ LABELS = {
     "same": "same output as PyTorch {reference}",
     "differs": "output differs from PyTorch {reference} (- {reference}, + this release):",
     "fails": "stops with an error:",
-    "missing": "not recorded",
+    "missing": "not recorded yet",
     "same_short": "same",
     "differs_short": "differs",
     "fails_short": "fails",
@@ -157,11 +149,24 @@ def explaining(label: str, changes: dict[str, tuple[str, str]]) -> list[tuple[st
     ]
 
 
-def page_section(slug: str, found: dict[str, dict], env, changes=None):
-    """The "Across releases" section of one page (a docutils section).
+def recorded_on(label: str, entry: dict | None, runs: dict[str, dict]) -> tuple[str, str]:
+    """(the torch version, the date) of one page's recording on release ``label``: the run's
+    version (the requirement's when the release has no run yet) and the page's own date (of its
+    re-run, when it was re-run alone; none when it is not recorded)."""
+    run = runs.get(label)
+    version = run["torch"] if run else releases.RELEASES[label][0].split("==")[-1]
+    if entry is None:
+        return version, ""
+    return version, entry.get("rerun", {}).get("date") or (run or {}).get("date", "")
 
-    ``changes`` (from :func:`changes_of`): where a release differs or fails, the cell links the
-    page's "Changed in PyTorch X.Y" sections that fall between that release and the reference.
+
+def page_section(entries: dict[str, dict], runs: dict[str, dict], changes=None):
+    """The "Across releases" section of one page (a docutils section): a row per listed release.
+
+    ``entries``: the page's recordings, release -> entry (``releases.load_page``); ``runs``: the
+    runs' provenance (``releases.runs``). ``changes`` (from :func:`changes_of`): where a release
+    differs or fails, the cell links the page's "Changed in PyTorch X.Y" sections that fall
+    between that release and the reference.
     """
     from docutils import nodes
 
@@ -173,11 +178,9 @@ def page_section(slug: str, found: dict[str, dict], env, changes=None):
     section += nodes.paragraph(intro, intro)
     rows = []
     for label in sorted(releases.RELEASES, key=releases.release_key):
-        recording = found.get(label)
-        page = recording["pages"].get(slug) if recording else None
+        page = entries.get(label)
         kind = outcome(page)
-        date = recording["date"] if recording else ""
-        release = recording["torch"] if recording else releases.RELEASES[label][0].split("==")[-1]
+        release, date = recorded_on(label, page, runs)
         if label == reference and kind == "same":
             cell = [nodes.paragraph("", labels["reference"])]
         else:
@@ -210,15 +213,18 @@ def _page_tables(app, doctree) -> None:
     slug = slug_of(app.env.docname)
     if slug is None:
         return
-    app.env.note_dependency(str(releases.RECORDINGS))  # its time changes when a file is added
-    for path in releases.RECORDINGS.glob("*.json"):
-        app.env.note_dependency(str(path))
+    # The folder's time changes when a file is added (a missing file would make the page
+    # outdated on every build: only the files that exist are noted).
+    app.env.note_dependency(str(releases.RECORDINGS))
+    for path in (releases.recording_path(slug), releases.RUNS):
+        if path.exists():
+            app.env.note_dependency(str(path))
     app.env.note_dependency(releases.__file__)
     app.env.note_dependency(__file__)
     top = next(iter(doctree.findall(nodes.section)), None)
     if top is None:
         return
-    section = page_section(slug, recordings(), app.env, changes_of(doctree))
+    section = page_section(releases.load_page(slug), releases.runs(), changes_of(doctree))
     # sphinx-gallery ends the page (inside its last section) with a target, the download links
     # (an "only" node whose id starts with sphx-glr-download) and its signature: the new section
     # goes before them, and they move after it.
@@ -261,7 +267,8 @@ def _matrix_directive():
             self.env.note_dependency(releases.__file__)
             self.env.note_dependency(__file__)
             labels = _labels()
-            found = recordings()
+            pages = releases.page_recordings()
+            runs = releases.runs()
             order = sorted(releases.RELEASES, key=releases.release_key)
             slugs = sorted(releases.examples())
             docnames = {
@@ -282,8 +289,7 @@ def _matrix_directive():
                 cells = [[nodes.paragraph("", "", ref)]]
                 target = docnames.get(slug)
                 for label in order:
-                    recording = found.get(label)
-                    kind = outcome(recording["pages"].get(slug) if recording else None)
+                    kind = outcome(pages.get(slug, {}).get(label))
                     text = labels[f"{kind}_short" if kind != "missing" else "missing"]
                     paragraph = nodes.paragraph("", "", classes=[f"pitfalls-release-{kind}"])
                     if kind in ("differs", "fails") and target is not None:
@@ -299,11 +305,17 @@ def _matrix_directive():
             header = [labels["page"], *order]
             table = _table((6, *([2] * len(order))), header, rows, ["pitfalls-release-matrix"])
             dates = ", ".join(
-                f"{found[label]['torch']} {found[label]['date']}"
-                for label in order
-                if label in found
+                f"{runs[label]['torch']} {runs[label]['date']}" for label in order if label in runs
             )
-            machines = sorted({recording["machine"] for recording in found.values()})
+            machines = sorted(
+                {run["machine"] for run in runs.values()}
+                | {
+                    entry["rerun"]["machine"]
+                    for entries in pages.values()
+                    for entry in entries.values()
+                    if "rerun" in entry
+                }
+            )
             text = labels["matrix"].format(
                 reference=releases.REFERENCE, dates=dates, machine="; ".join(machines)
             )

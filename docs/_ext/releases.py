@@ -2,7 +2,10 @@
 
 Usage (``nox -s releases``; not part of ``nox -s bench`` nor of CI: it downloads several GB)::
 
-    python docs/_ext/releases.py [--releases 2.4 2.6 ...] [--timeout SECONDS] [--keep-going]
+    python docs/_ext/releases.py [--releases 2.4 2.6 ...] [--pages SLUG ...] [--timeout SECONDS]
+        [--keep-going] [--environments DIR [--install-only]] [--no-reference]
+    python docs/_ext/releases.py --rediff
+    python docs/_ext/releases.py --from-legacy docs/release_recordings/2.5.json ...
 
 For each release of :data:`RELEASES`, one at a time: make a fresh virtual environment in a
 temporary folder outside the repository, install that release of PyTorch with the NumPy it
@@ -10,14 +13,28 @@ supports, Matplotlib and the project (``pip install --no-deps -e .``), run every
 CPU, each in a subprocess of its own (``python plot_<slug>.py`` in the example's folder, as
 sphinx-gallery runs it, with ``MPLBACKEND=Agg`` and no GPU visible; each page seeds itself), then
 delete the environment. The reference release (:data:`REFERENCE`, the release the site is built
-with) is recorded first when its recording is missing: every other release is compared with it.
+with) is recorded first when it has no run yet: every other release is compared with it.
 
-Writes ``docs/release_recordings/<release>.json``: the provenance (release, Python, NumPy, date,
-machine, the command, the time taken and the disk used) and, per page, whether it ran, the
-error that stopped it (the last lines of the traceback, as Python printed them), its output
-(normalised: see :func:`normalise`) and the lines that differ from the reference's output.
-Commit them; the docs build shows them (``release_matrix.py``) and ``tests/test_releases.py``
-checks them.
+Writes, in ``docs/release_recordings`` (:data:`RECORDINGS`), one file per page and one for the
+runs, so that a new page adds one file:
+
+- ``<slug>.json`` (:func:`recording_path`): ``{release: entry}``, releases in release order;
+  an entry says whether the page ran (``status``, ``seconds``), the error that stopped it
+  (``error``: the last lines of the traceback, as Python printed them; ``stderr_tail``), its
+  output (normalised: see :func:`normalise`), the lines that differ from the reference's output
+  (``differs``, on the other releases) and, when the page was re-run alone (``--pages``), when,
+  where and how (``rerun``: date, machine, command; a float's last digits can differ between
+  CPUs);
+- ``_runs.json`` (:data:`RUNS`): ``{release: provenance}``, the last full run of each release:
+  release, torch, requirements, NumPy, Python, reference, date, machine, command, the time taken
+  (``install_seconds``, ``run_seconds``) and the disk used (``disk_bytes``).
+
+A full run of a release replaces that release's entry in every page's file and in
+``_runs.json``; ``--pages SLUG ...`` re-runs only those pages' entries; ``--rediff`` compares
+the stored outputs with the reference's again. ``--from-legacy`` merges recordings of the
+earlier layout (one ``<release>.json`` per release) into this one and deletes them.
+Commit the files; the docs build shows them (``release_matrix.py``) and
+``tests/test_releases.py`` checks them.
 """
 
 from __future__ import annotations
@@ -39,14 +56,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 RECORDINGS = ROOT / "docs" / "release_recordings"
+#: The provenance of each release's last full run: ``{release: {release, torch, ...}}``.
+RUNS = RECORDINGS / "_runs.json"
 
 #: The releases measured, oldest first: label -> (pip requirement of torch, of NumPy).
 #: The one list of them: the docs build, the tests and the README read it from here.
 RELEASES: dict[str, tuple[str, str]] = {
     "2.4": ("torch==2.4.1", "numpy==2.0.2"),
+    "2.5": ("torch==2.5.1", "numpy==2.0.2"),
     "2.6": ("torch==2.6.0", "numpy==2.4.6"),
+    "2.7": ("torch==2.7.1", "numpy==2.4.6"),
     "2.8": ("torch==2.8.0", "numpy==2.4.6"),
+    "2.9": ("torch==2.9.1", "numpy==2.4.6"),
     "2.10": ("torch==2.10.0", "numpy==2.4.6"),
+    "2.11": ("torch==2.11.0", "numpy==2.4.6"),
     "2.12": ("torch==2.12.1", "numpy==2.4.6"),
     "2.13": ("torch==2.13.0", "numpy==2.4.6"),
     "2.14": ("torch==2.14.1", "numpy==2.4.6"),
@@ -194,6 +217,85 @@ def install(label: str, venv: Path) -> dict:
     return done
 
 
+def recording_path(slug: str) -> Path:
+    """The file of one page's recordings: the one place a slug becomes a recording's file name
+    (its reverse is :func:`page_recordings`).
+
+    >>> recording_path("data-vs-detach").relative_to(ROOT).as_posix()
+    'docs/release_recordings/data-vs-detach.json'
+    """
+    return RECORDINGS / f"{slug}.json"
+
+
+LEGACY_NAME = re.compile(r"\d+(\.\d+)+")
+
+
+def legacy_files() -> list[Path]:
+    """Recordings of the earlier layout (``<release>.json``, one per release) still in
+    :data:`RECORDINGS`: merge them with ``--from-legacy``."""
+    return sorted(p for p in RECORDINGS.glob("*.json") if LEGACY_NAME.fullmatch(p.stem))
+
+
+def page_recordings() -> dict[str, dict[str, dict]]:
+    """Every page's recordings: slug -> release -> entry, from every ``<slug>.json``.
+
+    Includes the files of pages that no longer exist (the tests report them); leaves out
+    ``_runs.json`` and the legacy files (:func:`legacy_files`).
+    """
+    legacy = set(legacy_files())
+    return {
+        path.stem: _read(path)
+        for path in sorted(RECORDINGS.glob("*.json"))
+        if not path.name.startswith("_") and path not in legacy
+    }
+
+
+def load_page(slug: str) -> dict[str, dict]:
+    """One page's recordings, release -> entry (empty when the page has none)."""
+    path = recording_path(slug)
+    return _read(path) if path.exists() else {}
+
+
+def runs() -> dict[str, dict]:
+    """The provenance of each release's last full run (``_runs.json``), in release order."""
+    return _read(RUNS) if RUNS.exists() else {}
+
+
+def _read(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _write(path: Path, by_release: dict[str, dict]) -> bool:
+    """Write ``{release: ...}`` in release order; ``False`` when the file already says that."""
+    ordered = {label: by_release[label] for label in sorted(by_release, key=release_key)}
+    text = json.dumps(ordered, indent=1, ensure_ascii=False) + "\n"
+    if path.exists() and path.read_text(encoding="utf-8") == text:
+        return False
+    RECORDINGS.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return True
+
+
+def store(label: str, entries: dict[str, dict], run: dict | None) -> None:
+    """Put one release's ``entries`` (slug -> entry) into the pages' files and, for a full run,
+    its provenance ``run`` into ``_runs.json`` (both replace what that release had there)."""
+    for slug, entry in entries.items():
+        recorded = load_page(slug)
+        recorded[label] = entry
+        _write(recording_path(slug), recorded)
+    if run is not None:
+        recorded_runs = runs()
+        recorded_runs[label] = run
+        _write(RUNS, recorded_runs)
+
+
+def machine() -> str:
+    return (
+        f"{platform.system()} {platform.machine()}, {cpu_name()}, "
+        f"{os.cpu_count()} CPUs, no GPU visible"
+    )
+
+
 def record(
     label: str,
     timeout: int,
@@ -203,14 +305,20 @@ def record(
 ) -> dict:
     """Install one release in a fresh environment, run every example there, delete it.
 
-    With ``only``, run those pages alone and replace them in the release's existing recording
-    (after a page changed); the recording lists them under ``rerun`` with the command, the date
-    and the machine (a float's last digits can differ between CPUs).
+    Replaces that release's entry in every page's file and in ``_runs.json``. With ``only``,
+    runs those pages alone and replaces their entries only (after a page changed, or for a new
+    page); each entry says under ``rerun`` when, where and how (the run's provenance in
+    ``_runs.json`` stays that of the last full run, so the versions must be the same).
     With ``environments``, the environment is ``environments/<release>``, made only when missing
-    and kept (for work on the pages; several GB each).
+    and kept (for work on the pages; several GB each). Returns the run's provenance.
     """
     torch_req, numpy_req = RELEASES[label]
-    reference = load(REFERENCE) if label != REFERENCE else None
+    previous_run = runs().get(label)
+    if only and previous_run is None:
+        raise SystemExit(
+            f"--pages needs a full run of PyTorch {label} in {RUNS.relative_to(ROOT)}: "
+            f"record it first (--releases {label})"
+        )
     where = environments if environments is not None else Path(tempfile.gettempdir())
     where.mkdir(parents=True, exist_ok=True)
     free_before = shutil.disk_usage(where).free
@@ -232,6 +340,13 @@ def record(
             text=True,
             check=True,
         ).stdout.split()
+        if only:
+            was = [previous_run[field] for field in ("torch", "numpy", "python")]
+            if versions != was:
+                raise SystemExit(
+                    f"PyTorch {label}: this environment has torch, NumPy, Python {versions}, "
+                    f"the full run in {RUNS.name} had {was}: record the release in full"
+                )
         pages = {}
         for slug, path in examples().items():
             if only and slug not in only:
@@ -266,8 +381,9 @@ def record(
                 page["error"] = error_of(stderr, str(venv))
                 page["stderr_tail"] = normalise(stderr, str(venv))[-40:]
             page["output"] = output
-            if reference is not None and slug in reference["pages"]:
-                page["differs"] = differences(output, reference["pages"][slug]["output"])
+            reference = load_page(slug).get(REFERENCE) if label != REFERENCE else None
+            if reference is not None:
+                page["differs"] = differences(output, reference["output"])
             pages[slug] = page
             print(
                 f"  {slug}: {status} ({page['seconds']} s)"
@@ -279,93 +395,120 @@ def record(
                 ),
                 flush=True,
             )
-    recording = {
+    today = dt.date.today().isoformat()
+    run = {
         "release": label,
         "torch": versions[0],
         "requirements": [torch_req, numpy_req, *OTHER_REQUIREMENTS],
         "numpy": versions[1],
         "python": versions[2],
         "reference": REFERENCE,
-        "date": dt.date.today().isoformat(),
-        "machine": f"{platform.system()} {platform.machine()}, {cpu_name()}, "
-        f"{os.cpu_count()} CPUs, no GPU visible",
+        "date": today,
+        "machine": machine(),
         "command": command,
         "install_seconds": installed_env["install_seconds"],
         "run_seconds": round(time.time() - installed),
         "disk_bytes": disk,
-        "pages": pages,
     }
     if only:
-        previous = load(label)
-        if previous is None:
-            raise SystemExit(f"--pages needs a recording of PyTorch {label} to update")
-        previous["pages"].update(pages)
-        previous.setdefault("rerun", []).append(
-            {
-                "pages": sorted(pages),
-                "date": recording["date"],
-                "machine": recording["machine"],
-                "command": command,
-            }
-        )
-        recording = previous
-        pages = recording["pages"]
-    RECORDINGS.mkdir(parents=True, exist_ok=True)
-    path = RECORDINGS / f"{label}.json"
-    path.write_text(json.dumps(recording, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        for page in pages.values():
+            page["rerun"] = {"date": today, "machine": run["machine"], "command": command}
+        run = previous_run
+    store(label, pages, None if only else run)
     ran = sum(p["status"] == "ran" for p in pages.values())
     print(
         f"== PyTorch {label}: {ran}/{len(pages)} ran; installed in "
-        f"{recording['install_seconds']} s ({disk / 1e9:.1f} GB), examples in "
-        f"{recording['run_seconds']} s; wrote {path.relative_to(ROOT)}",
+        f"{installed_env['install_seconds']} s ({disk / 1e9:.1f} GB), examples in "
+        f"{round(time.time() - installed)} s; wrote {len(pages)} page(s) in "
+        f"{RECORDINGS.relative_to(ROOT)}" + ("" if only else f" and {RUNS.name}"),
         flush=True,
     )
-    return recording
+    return run
 
 
-def load(label: str) -> dict | None:
-    """The recording of one release, or ``None``."""
-    path = RECORDINGS / f"{label}.json"
-    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+def from_legacy(recording: dict) -> tuple[dict, dict[str, dict]]:
+    """Split a recording of the earlier layout (one file per release: provenance, ``pages`` and
+    ``rerun``) into the run's provenance and the pages' entries; a page listed in ``rerun`` gets
+    the last re-run's date, machine and command.
+
+    >>> run, entries = from_legacy({
+    ...     "release": "2.5", "torch": "2.5.1", "date": "2026-12-01", "machine": "m",
+    ...     "command": "full",
+    ...     "pages": {"a": {"status": "ran", "output": []}, "b": {"status": "ran", "output": []}},
+    ...     "rerun": [{"pages": ["b"], "date": "2026-12-02", "machine": "m", "command": "once"},
+    ...               {"pages": ["b"], "date": "2026-12-03", "machine": "m", "command": "again"}],
+    ... })
+    >>> run
+    {'release': '2.5', 'torch': '2.5.1', 'date': '2026-12-01', 'machine': 'm', 'command': 'full'}
+    >>> entries["a"]
+    {'status': 'ran', 'output': []}
+    >>> entries["b"]["rerun"]
+    {'date': '2026-12-03', 'machine': 'm', 'command': 'again'}
+    """
+    run = {key: value for key, value in recording.items() if key not in ("pages", "rerun")}
+    entries = {slug: dict(page) for slug, page in recording["pages"].items()}
+    for rerun in recording.get("rerun", []):
+        for slug in rerun["pages"]:
+            if slug in entries:
+                entries[slug]["rerun"] = {
+                    key: value for key, value in rerun.items() if key != "pages"
+                }
+    return run, entries
+
+
+def merge_legacy(paths: list[Path]) -> list[str]:
+    """Merge recordings of the earlier layout into the pages' files and ``_runs.json``, then
+    delete them; returns the releases merged.
+
+    Each file replaces its release's entries (as a full run would). Merging the same file again
+    gives the same files; a file already merged (and so deleted) is skipped with a note.
+    """
+    merged = []
+    for path in paths:
+        if not path.exists():
+            print(f"{path}: not found (already merged?), skipped")
+            continue
+        recording = _read(path)
+        if not {"release", "pages"} <= set(recording):
+            raise SystemExit(f"{path}: not a recording of the earlier layout (release, pages)")
+        run, entries = from_legacy(recording)
+        label = run["release"]
+        if label not in RELEASES:
+            raise SystemExit(f"{path}: PyTorch {label} is not listed in RELEASES")
+        store(label, entries, run)
+        merged.append(label)
+        path.unlink()
+        print(f"{path}: PyTorch {label}, {len(entries)} page(s) merged; deleted", flush=True)
+    return merged
 
 
 def rediff() -> list[str]:
-    """Compare every recording's outputs with the reference's again (``differs``); rewrite.
+    """Compare every recorded output with the reference's again (``differs``); rewrite.
 
     Releases may be recorded before the reference (two runs at once, or a new reference): the
-    outputs are stored whole, so the comparison never needs the examples to run again.
+    outputs are stored whole, so the comparison never needs the examples to run again. A page
+    with no recording on the reference has no ``differs``. Returns the pages whose file changed.
     """
-    reference = load(REFERENCE)
+    versions = {label: run["torch"] for label, run in runs().items()}
     changed = []
-    if reference is None:
-        return changed
-    for page in reference["pages"].values():
-        page["output"] = [
-            relocate(line, reference["torch"])
-            for line in page["output"]
-            if not line.startswith(LIBRARY_LOGS)
-        ]
-    text = json.dumps(reference, indent=1, ensure_ascii=False) + "\n"
-    path = RECORDINGS / f"{REFERENCE}.json"
-    if text != path.read_text(encoding="utf-8"):
-        path.write_text(text, encoding="utf-8")
-        changed.append(REFERENCE)
-    for path in sorted(RECORDINGS.glob("*.json")):
-        if path.stem == REFERENCE:
-            continue
-        recording = json.loads(path.read_text(encoding="utf-8"))
-        for slug, page in recording["pages"].items():
+    for slug, recorded in page_recordings().items():
+        for label, page in recorded.items():
             page["output"] = [
-                relocate(line, recording["torch"])
+                relocate(line, versions.get(label, ""))
                 for line in page["output"]
                 if not line.startswith(LIBRARY_LOGS)
             ]
-            if slug in reference["pages"]:
-                page["differs"] = differences(page["output"], reference["pages"][slug]["output"])
-        text = json.dumps(recording, indent=1, ensure_ascii=False) + "\n"
-        if text != path.read_text(encoding="utf-8"):
-            path.write_text(text, encoding="utf-8")
-            changed.append(path.stem)
+        reference = recorded.get(REFERENCE)
+        for label, page in recorded.items():
+            if label == REFERENCE:
+                continue
+            page.pop("differs", None)
+            if reference is not None:
+                page["differs"] = differences(page["output"], reference["output"])
+            if "rerun" in page:  # keep the entry's field order: rerun last
+                page["rerun"] = page.pop("rerun")
+        if _write(recording_path(slug), recorded):
+            changed.append(slug)
     return changed
 
 
@@ -376,7 +519,8 @@ def main(argv: list[str] | None = None) -> int:
         "--pages",
         nargs="+",
         metavar="SLUG",
-        help="run only these pages and update them in the releases' existing recordings",
+        help="run only these pages and replace their entries for the releases (each release "
+        "needs a full run in _runs.json)",
     )
     parser.add_argument("--timeout", type=int, default=TIMEOUT, help="seconds per example")
     parser.add_argument(
@@ -397,20 +541,37 @@ def main(argv: list[str] | None = None) -> int:
         "--no-reference",
         action="store_true",
         help="do not record the "
-        "reference first when its recording is missing (compare later: --rediff)",
+        "reference first when it has no full run yet (compare later: --rediff)",
     )
     parser.add_argument(
         "--rediff",
         action="store_true",
         help="only compare the stored recordings with the reference's again (no install, no run)",
     )
+    parser.add_argument(
+        "--from-legacy",
+        nargs="+",
+        type=Path,
+        metavar="FILE",
+        help="merge recordings of the earlier layout (docs/release_recordings/<release>.json, one "
+        "per release) into the pages' files and _runs.json, delete them, then --rediff",
+    )
     args = parser.parse_args(argv)
+    if args.from_legacy:
+        merged = merge_legacy(args.from_legacy)
+        print("merged:", ", ".join(merged) or "nothing")
+        print("compared again:", ", ".join(rediff()) or "nothing changed")
+        return 0
     if args.rediff:
         print("compared again:", ", ".join(rediff()) or "nothing changed")
         return 0
+    if args.pages:
+        unknown = sorted(set(args.pages) - set(examples()))
+        if unknown:
+            parser.error(f"--pages: no example for {unknown}")
     command = "python docs/_ext/releases.py " + " ".join(sys.argv[1:] if argv is None else argv)
     todo = list(args.releases)
-    if load(REFERENCE) is None and REFERENCE not in todo and not args.no_reference:
+    if REFERENCE not in runs() and REFERENCE not in todo and not args.no_reference:
         todo.insert(0, REFERENCE)
     todo.sort(key=lambda label: label != REFERENCE)  # the reference first
     failed = []

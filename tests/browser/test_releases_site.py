@@ -3,20 +3,24 @@ page's "Across releases" section, in both languages, and the matrix on the chang
 
 from __future__ import annotations
 
-import json
 import re
+import sys
 
 import pytest
 
 from .conftest import HTML, ROOT
 
+sys.path.insert(0, str(ROOT / "docs" / "_ext"))
+import releases  # noqa: E402
+
 LANGUAGES = ("en", "zh_CN")
-RECORDINGS = {
-    path.stem: json.loads(path.read_text(encoding="utf-8"))
-    for path in (ROOT / "docs" / "release_recordings").glob("*.json")
-}
-ORDER = sorted(RECORDINGS, key=lambda label: tuple(int(p) for p in label.split(".")))
+RUNS = releases.runs()
+#: Every listed release: a page not recorded on one says so in its row.
+ORDER = sorted(releases.RELEASES, key=releases.release_key)
 TITLES = {"en": "Across releases", "zh_CN": "跨版本对比"}
+NOT_RECORDED = {"en": "not recorded yet", "zh_CN": "尚未录制"}
+#: The example file's name (the page's, without .html) -> its slug.
+SLUGS = {path.stem: slug for slug, path in releases.examples().items()}
 
 
 def example_pages(language: str) -> list[str]:
@@ -28,9 +32,9 @@ def example_pages(language: str) -> list[str]:
 
 @pytest.mark.parametrize("language", LANGUAGES)
 def test_every_page_ends_with_its_releases_in_the_readers_language(site_url, language):
-    """Every example page has the section, last, with one row per recorded release (the torch
-    version as recorded and the date), and every "explained in" link goes to a section of the
-    same page."""
+    """Every example page has the section, last, with one row per listed release (the torch
+    version as recorded and the date the page was recorded, or "not recorded yet"), and every
+    "explained in" link goes to a section of the same page."""
     pages = example_pages(language)
     assert len(pages) == len(list((ROOT / "examples").glob("*/plot_*.py")))
     for path in pages:
@@ -45,8 +49,14 @@ def test_every_page_ends_with_its_releases_in_the_readers_language(site_url, lan
         rows = re.findall(r"<tr class=\"row-(?:odd|even)\">(.*?)</tr>", section, re.S)
         body = rows[1:] if "<th" in rows[0] else rows
         assert len(body) == len(ORDER), (language, path)
+        entries = releases.load_page(SLUGS[path.rsplit("/", 1)[-1].removesuffix(".html")])
         for label, row in zip(ORDER, body, strict=True):
-            assert RECORDINGS[label]["torch"] in row and RECORDINGS[label]["date"] in row
+            entry = entries.get(label)
+            if entry is None:
+                assert NOT_RECORDED[language] in row, (language, path, label)
+                continue
+            date = entry.get("rerun", {}).get("date") or RUNS[label]["date"]
+            assert RUNS[label]["torch"] in row and date in row, (language, path, label)
         for target in re.findall(r'<a class="reference internal" href="#([^"]+)"', section):
             assert f'id="{target}"' in text, f"{language}/{path}: link to missing #{target}"
 
