@@ -39,4 +39,3 @@ def test_clipping_before_unscale_clips_even_small_gradients(device):
     assert true < 1e3
     torch.testing.assert_close(clipped_norm(unscale_first=True), true)
     assert clipped_norm(unscale_first=False) < 0.1 * true
-

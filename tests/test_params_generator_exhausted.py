@@ -32,4 +32,3 @@ def test_clip_grad_norm_warns_on_an_empty_generator_and_clips_nothing():
     assert total.item() == 0
     assert any("empty generator" in str(w.message) for w in caught)
     assert torch.equal(model.weight.grad, before)
-

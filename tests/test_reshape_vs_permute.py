@@ -8,8 +8,6 @@ from .conftest import run_example
 def test_reshape_vs_permute(device):
     run = run_example("reshape-vs-permute", device)
     img = run["img"]
-    # the figure shows the image, the wrong conversion and the right one
-    titles = [ax.get_title() for ax in run["axes"]]
-    assert titles == ["the image (H, W, C)", "reshape(3, H, W): wrong", "permute(2, 0, 1): right"]
+    # the figure shows the wrong conversion and, in its last panel, the image itself
     shown = [ax.images[0].get_array() for ax in run["axes"]]
     assert (shown[2] == img.cpu().numpy()).all() and not (shown[1] == img.cpu().numpy()).all()

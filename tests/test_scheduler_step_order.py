@@ -26,4 +26,3 @@ def test_the_warning_follows_the_order(scheduler_first):
     messages = [str(w.message) for w in caught]
     assert any("before `optimizer.step()`" in m for m in messages) == scheduler_first
     assert optimizer.param_groups[0]["lr"] == 0.5
-
