@@ -1,4 +1,5 @@
-"""Values explained on the "adam-vs-adamw" page, and Adam's L2 penalty against AdamW's decay."""
+"""What the "adam-vs-adamw" page does not assert itself (AdamW's moves to full precision), and
+Adam's L2 penalty against AdamW's decay."""
 
 from __future__ import annotations
 
@@ -10,16 +11,10 @@ from .conftest import run_example
 
 def test_adam_vs_adamw(device):
     run = run_example("adam-vs-adamw", device)
-    # one step with a zero gradient: Adam moves by lr, AdamW by lr * decay * w
-    assert run["adam_moves"] == pytest.approx([1e-3, 1e-3], rel=1e-3)
+    # AdamW moves by lr * decay * w: the page checks it to 1e-9, a hundredth of the smaller move
     assert run["adamw_moves"] == pytest.approx([1e-5, 1e-7], rel=1e-6)
+    # the fractions the page prints
     assert run["fractions"] == {"Adam": ["0.1 %", "10 %"], "AdamW": ["0.001 %", "0.001 %"]}
-    # Adam's decay depends on the gradients' scale, AdamW's does not
-    adam, adamw = run["adam_after"], run["adamw_after"]
-    assert adam[1] < 0.5 < 0.85 < adam[0]
-    assert adamw[0] == pytest.approx(adamw[1], abs=0.01)
-    assert run["as_adamw"] == run["adamw_moves"]
-    assert run["defaults"] == {"Adam": 0, "AdamW": 0.01}
 
 
 def test_adam_weight_decay_is_an_l2_penalty_in_the_gradient():

@@ -1,8 +1,7 @@
-"""Values explained on the "amp-unscale-before-clip" page, read from the example's own namespace."""
+"""What the "amp-unscale-before-clip" page does not assert itself: the scale, and clipping of a
+gradient below the limit."""
 
 from __future__ import annotations
-
-import math
 
 import torch
 from torch import nn
@@ -12,23 +11,8 @@ from .conftest import run_example
 
 def test_amp_unscale_before_clip(device):
     run = run_example("amp-unscale-before-clip", device)
-    scale = 2.0**16
-    assert run["scaler"].get_scale() == run["scale_before"] / 2  # the overflow halved the scale
-    # without unscale_: clipping sees the scaled norm, and the update is `scale` times too small
-    assert run["true_norm"] > run["max_norm"]
-    assert math.isclose(run["seen_scaled"], run["true_norm"] * scale, rel_tol=1e-4)
-    assert math.isclose(run["ratio"], scale, rel_tol=1e-3)
-    # float16 underflow, and the scale that avoids it
-    assert run["small_gradient"].half().item() == 0.0
-    # with unscale_: the true norm, and exactly the clipped true gradient
-    assert math.isclose(run["seen_fixed"], run["true_norm"], rel_tol=1e-5)
-    for applied, wanted in zip(run["update_fixed"], run["intended"], strict=True):
-        torch.testing.assert_close(applied, wanted)
-    assert math.isclose(run["total_norm"](run["update_fixed"]), run["max_norm"], rel_tol=1e-4)
-    assert "unscale_() has already been called on this optimizer" in run.stdout
-    # an overflow: infinite norm, step skipped, scale halved
-    assert math.isinf(run["norm_inf"]) and run["unchanged"]
-    assert run["scale_before"] == scale
+    # the prose says the scale is "65,536 to start with"; the page prints it but does not assert it
+    assert run["scale_before"] == 2.0**16
 
 
 def test_clipping_before_unscale_clips_even_small_gradients(device):
@@ -55,9 +39,3 @@ def test_clipping_before_unscale_clips_even_small_gradients(device):
     assert true < 1e3
     torch.testing.assert_close(clipped_norm(unscale_first=True), true)
     assert clipped_norm(unscale_first=False) < 0.1 * true
-
-
-def test_static_checker_flags_the_wrong_code_and_not_its_fix():
-    static = run_example("amp-unscale-before-clip", "cpu")["static"]
-    assert [finding.rule for finding in static["clip_scaled"]] == ["TP107"]
-    assert static["clip_unscaled"] == []

@@ -1,4 +1,5 @@
-"""Values explained on the "ddp-unused-parameters" page, and DDP's behaviour in each configuration.
+"""What the "ddp-unused-parameters" page does not check itself: the process group it leaves, and
+DDP's behaviour in each configuration, on each device.
 
 Every test runs DDP in a gloo process group of one process (the page's ``process_group_of_one``),
 which is destroyed when the test's block ends, whether it passes or fails.
@@ -19,22 +20,9 @@ UNFINISHED = "Expected to have finished reduction in the prior iteration"
 
 def test_ddp_unused_parameters(device):
     run = run_example("ddp-unused-parameters", device)
+    # no process group is left behind by any of the page's blocks (the page checks the first)
     assert not dist.is_initialized()
     assert "backend: gloo | world size: 1" in run.stdout
-    assert run["no_grad"] == ["aux_head.weight", "aux_head.bias"]
-    # the error names the unused parameters by index
-    assert UNFINISHED in run["error"].message
-    assert run["indices"] == [4, 5]
-    assert run["unused"] == ["aux_head.weight", "aux_head.bias"]
-    # find_unused_parameters=True and static_graph=True run, and leave the head untrained
-    assert run["aux_grad"] is None and not run["aux_moved"]
-    assert run["static_grad"] is None
-    assert "extra traversal of the autograd graph" in run["warning"].group(0)
-    # the fix: frozen before wrapping, the other four parameters train
-    assert run["trained"] == ["body.weight", "body.bias", "head.weight", "head.bias"]
-    assert "frozen after wrapping: the second iteration raises" in run.stdout
-    # the output of the unused branch times zero: a zero gradient, and no error
-    assert run["zero_times_grad"] is not None and not run["zero_times_grad"].any()
 
 
 @pytest.fixture(scope="module")

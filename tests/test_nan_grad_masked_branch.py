@@ -1,4 +1,5 @@
-"""Values explained on the "nan-grad-masked-branch" page, read from the example's namespace."""
+"""What the "nan-grad-masked-branch" page does not assert itself: the full messages, and other
+functions (log, exp) in the untaken branch."""
 
 from __future__ import annotations
 
@@ -10,19 +11,9 @@ from .conftest import run_example
 
 def test_nan_grad_masked_branch(device):
     run = run_example("nan-grad-masked-branch", device)
-    # the forward pass is right, the gradient is NaN where sqrt was invalid or infinite
-    assert run["y"].tolist() == [0.0, 0.0, 2.0]
-    assert run["v"].grad.tolist() == [0.0, 0.0, 0.0]  # the last v: vector_norm at zero
-    assert run["norm"].item() == 0.0
-    # anomaly detection names SqrtBackward0 and the forward line that called sqrt
+    # the page matches only part of anomaly detection's messages
     assert "Function 'SqrtBackward0' returned nan values in its 0th output" in run.stdout
     assert run["trace"][0].startswith("Error detected in SqrtBackward0")
-    assert "torch.sqrt(x)" in run["source_lines"][-1]
-    # 0 × inf and 0 × nan are NaN
-    assert all(torch.tensor(run["products"]).isnan())
-    # the double where: same forward, finite gradient
-    assert run["y_safe"].tolist() == [0.0, 0.0, 2.0]
-    assert run["x"].grad.tolist() == [0.0, 0.0, 0.25]
 
 
 @pytest.mark.parametrize(

@@ -1,28 +1,10 @@
-"""Values explained on the "params-not-in-optimizer" page, and the identity of parameters."""
+"""The identity of parameters, outside the "params-not-in-optimizer" page: another dtype and
+device, and a replaced layer."""
 
 from __future__ import annotations
 
 import torch
 from torch import nn
-
-from .conftest import run_example
-
-
-def test_params_not_in_optimizer(device):
-    run = run_example("params-not-in-optimizer", device)
-    # a head replaced after the optimizer was built never moves, though it has gradients
-    assert run["changed"] == ["body.0.weight", "body.0.bias"]
-    assert run["head_grad_norm"] > 0
-    assert run["missing"] == ["head.weight", "head.bias"]
-    assert run["held_count"] == 4
-    # model.to() after the optimizer keeps the parameter objects, and training works
-    assert run["same_objects"]
-    assert len(run["moved_changed"]) == 4
-    assert run["overwrite"] is False
-    # but state created before a conversion stays behind
-    assert run["state_dtype"] == torch.float32
-    # add_param_group gives the optimizer the new head
-    assert run["fixed_changed"] == ["body.0.weight", "body.0.bias", "head.weight", "head.bias"]
 
 
 def test_module_to_keeps_parameter_objects_and_tensor_to_does_not(device):

@@ -1,4 +1,5 @@
-"""Values explained on the "save-view-saves-storage" page, read from the example's own namespace."""
+"""What the "save-view-saves-storage" page does not assert itself: the device and offset of the
+loaded rows, and a non-contiguous view."""
 
 from __future__ import annotations
 
@@ -9,24 +10,10 @@ from .conftest import run_example
 
 def test_save_view_saves_storage(device):
     run = run_example("save-view-saves-storage", device)
-    sample_bytes, batch_bytes = run["sample_bytes"], run["batch_bytes"]
-    assert (sample_bytes, batch_bytes) == (16 * 1024, 256 * 1024)
-    # each saved row carries the whole batch's storage, on disk and after loading
-    assert all(batch_bytes < size < batch_bytes + 4096 for size in run["view_sizes"])
-    assert run["loaded"].storage_offset() == 5 * 4096
-    assert run["loaded_storage"] == batch_bytes
+    # a loaded row lands on the device it was saved from
     assert run["loaded"].device.type == device
-    # views shared in one file are stored once and still share after loading
-    assert run["together"] < run["batch_alone"] + 4096
-    assert torch.equal(run["reloaded"]["batch"][2], run["reloaded"]["row_2"])
-    # only advanced indexing and clone() copy; contiguous() of a contiguous view does not
-    shared = run["shares_storage"]
-    assert shared["features[:2].contiguous()"] and shared["features.chunk(8)[0]"]
-    assert not shared["features[[0, 1]]"] and not shared["features[:2].clone()"]
-    # the fix: cloned rows give files of one row's size
-    assert all(sample_bytes < size < sample_bytes + 4096 for size in run["clone_sizes"])
-    assert sum(run["view_sizes"]) > 10 * sum(run["clone_sizes"])
-    assert run["fixed_storage"] == sample_bytes and run["fixed"].storage_offset() == 0
+    # the fix: a cloned row starts its own storage
+    assert run["fixed"].storage_offset() == 0
 
 
 def test_a_transposed_view_saves_its_storage_and_its_clone_does_not(tmp_path):
