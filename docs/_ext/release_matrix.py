@@ -20,6 +20,8 @@ import re
 
 import releases
 
+from torch_pitfalls import catalog
+
 SECTION_ID = "across-releases"
 FULL_WIDTH = ("：", "，", "。", "；")
 
@@ -36,10 +38,9 @@ def outcome(page: dict | None) -> str:
 
 def slug_of(docname: str) -> str | None:
     """``auto_examples/<topic>/plot_<slug>`` → ``<slug>``; ``None`` for other documents."""
-    name = docname.rsplit("/", 1)[-1]
-    if not docname.startswith("auto_examples/") or not name.startswith("plot_"):
+    if not docname.startswith(catalog.GALLERY + "/"):
         return None
-    return name.removeprefix("plot_").replace("_", "-")
+    return catalog.slug_of(docname)
 
 
 #: The labels, in English: each is a msgid of the "sphinx" catalog (see the module docstring).

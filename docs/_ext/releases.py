@@ -54,6 +54,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "src"))  # the catalog, standard library only: no environment needed
+from torch_pitfalls import catalog  # noqa: E402
+
 EXAMPLES = ROOT / "examples"
 RECORDINGS = ROOT / "docs" / "release_recordings"
 #: The provenance of each release's last full run: ``{release: {release, torch, ...}}``.
@@ -97,11 +100,8 @@ def release_key(label: str) -> tuple[int, ...]:
 
 
 def examples() -> dict[str, Path]:
-    """Every page's example file, by slug."""
-    return {
-        path.stem.removeprefix("plot_").replace("_", "-"): path
-        for path in sorted(EXAMPLES.glob("*/plot_*.py"))
-    }
+    """Every page's example file, by slug, in the catalog's reading order."""
+    return {page.slug: page.example(EXAMPLES) for page in catalog.pages()}
 
 
 def normalise(text: str, venv: str) -> list[str]:

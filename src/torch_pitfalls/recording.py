@@ -35,6 +35,8 @@ from pathlib import Path
 
 import torch
 
+from torch_pitfalls import catalog
+
 RECORD_ENV = "TORCH_PITFALLS_RECORD"
 """Set to ``1`` to write the output of every live CUDA section to its page's transcript."""
 
@@ -81,9 +83,9 @@ EXAMPLE_ENV = "TORCH_PITFALLS_EXAMPLE"
 
 
 def _slug_of_caller(depth: int = 3) -> str:
-    stem = Path(sys._getframe(depth).f_globals.get("__file__", "")).stem
-    if stem.startswith("plot_"):
-        return stem.removeprefix("plot_").replace("_", "-")
+    slug = catalog.slug_of(sys._getframe(depth).f_globals.get("__file__", ""))
+    if slug:
+        return slug
     if os.environ.get(EXAMPLE_ENV):
         return os.environ[EXAMPLE_ENV]
     raise ValueError("cuda_section needs slug= outside an example file (plot_<slug>.py)")
@@ -381,7 +383,7 @@ def record_examples(examples: Path) -> int:
     failed: list[str] = []
     for path in paths:
         print(f"recording {path.relative_to(examples)}", flush=True)
-        slug = path.stem.removeprefix("plot_").replace("_", "-")
+        slug = catalog.slug_of(path)
         (recordings_dir() / f"{slug}.json").unlink(missing_ok=True)  # no stale sections survive
         try:
             with contextlib.redirect_stdout(io.StringIO()):
