@@ -1,5 +1,5 @@
-"""Values explained on the "iterable-dataset-duplicates" page, and its claims under "fork" and
-"spawn" (``multiprocessing_context=``): the page itself uses the platform's default start method."""
+"""The "iterable-dataset-duplicates" page's order of batches, its claims under "fork" and
+"spawn" (``multiprocessing_context=``: the page uses the platform's default), and its helpers."""
 
 from __future__ import annotations
 
@@ -16,19 +16,8 @@ from .test_dataloader_worker_rng import CONTEXTS, TIMEOUT
 
 def test_iterable_dataset_duplicates(device):
     run = run_example("iterable-dataset-duplicates", device)
-    assert run["single"] == list(range(8))
-    # two workers: every number twice, in batches that come from the workers in turn
-    assert Counter(run["doubled"]) == {n: 2 for n in range(8)}
+    # printed, not asserted by the page: the batches come from the two workers in turn
     assert run["doubled"][:4] == [0, 1, 0, 1]
-    # a map-style dataset is split by its sampler
-    assert run["map_style"] == list(range(8))
-    # the length check counts batches against items: silent with batches of two, 8 warnings
-    # (one per element after the eighth) one by one
-    assert len(run["batches"]) == 8 and not run["caught"]
-    assert len(run["items"]) == 16 and len(run["warned"].warnings) == 8
-    assert "was reported to be 8" in str(run["warned"].warnings[0].message)
-    # sharded: every number once
-    assert sorted(run["sharded"]) == list(range(8))
     assert run["sharded"] == [0, 2, 1, 3, 4, 6, 5, 7]
 
 

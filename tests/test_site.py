@@ -1,4 +1,4 @@
-"""The project's own wiring: README commands, CI, page order, one test and snippet per page."""
+"""The project's own wiring: README commands, CI, page order, the cheat sheet and labels."""
 
 from __future__ import annotations
 
