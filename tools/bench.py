@@ -27,8 +27,8 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-DOCS = Path(__file__).resolve().parents[1]
-ROOT = DOCS.parent
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
 BUILD = DOCS / "_build"
 TORCH = os.environ.get("TORCH_PITFALLS_TORCH", "torch==2.13.0")
 
@@ -294,7 +294,7 @@ def detectors() -> None:
                 rows.append((f"guards ({label}), {name} on {device}", ratio, note))
     sources = [
         (path, path.read_text(encoding="utf-8"))
-        for folder in ("src", "examples", "tests", "docs/_ext")
+        for folder in ("src", "examples", "tests", "docs/_ext", "tools")
         for path in sorted((ROOT / folder).rglob("*.py"))
     ]
     lines = sum(text.count("\n") + 1 for _, text in sources)

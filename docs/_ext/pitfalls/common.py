@@ -1,0 +1,67 @@
+"""What the parts of the extension share: the folders, the build's language, files written only
+when their bytes change, references to a page's label, and where sphinx-gallery's footer starts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from torch_pitfalls import catalog
+
+DOCS = Path(__file__).resolve().parents[2]
+ROOT = DOCS.parent
+#: sphinx-gallery's output folder (its ``gallery_dirs``).
+GALLERY_DIR = DOCS / catalog.GALLERY
+
+
+def language_of(config) -> str:
+    """The site language of a build: ``"en"`` or ``"zh_CN"``."""
+    return catalog.resolve_language(config.language or "en")
+
+
+def gallery_slug(docname: str) -> str | None:
+    """``auto_examples/<topic>/plot_<slug>`` → ``<slug>``; ``None`` for other documents."""
+    if not docname.startswith(catalog.GALLERY + "/"):
+        return None
+    return catalog.slug_of(docname)
+
+
+def write_if_changed(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` unless it holds them already (an unchanged file keeps its
+    time, so that nothing that depends on it is rebuilt, and ``nox -s serve`` sees no change)."""
+    if not path.exists() or path.read_bytes() != data:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+
+
+def ref(docname: str, target: str, text: str | None = None):
+    """A reference to the label ``target`` (each page's label is its slug), titled by Sphinx."""
+    from docutils import nodes
+    from sphinx import addnodes
+
+    node = addnodes.pending_xref(
+        "", refdomain="std", reftype="ref", reftarget=target,
+        refexplicit=text is not None, refwarn=True, refdoc=docname,
+    )  # fmt: skip
+    node += nodes.inline(text=text or target)
+    return node
+
+
+def gallery_footer(tree):
+    """The element that holds sphinx-gallery's download links at the end of a page (its id starts
+    with ``sphx-glr-download``), or ``None``."""
+    from docutils import nodes
+
+    return next(
+        (node for node in tree.findall(nodes.Element)
+         if any(i.startswith("sphx-glr-download") for i in node.get("ids", ()))),
+        None,
+    )  # fmt: skip
+
+
+#: The terminology glossary: the contributor guide shows it, the Chinese search adds its variants.
+GLOSSARY = DOCS / "locale" / "zh_CN" / "glossary.csv"
+
+
+def split_variants(cell: str) -> list[str]:
+    """The variants of a glossary row's ``variants`` cell (``;``-separated)."""
+    return [variant.strip() for variant in cell.split(";") if variant.strip()]
