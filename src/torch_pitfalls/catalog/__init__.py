@@ -42,7 +42,7 @@ variable :data:`BASE_URL_ENV` (a mirror, a local build).
 Read the Docs serves a project under ``/<language>/<version>/`` by default; this address assumes
 the project's "URL versioning scheme" is set to "Single version without translations", which
 serves the uploaded folder at ``/``. The Read the Docs build checks that
-(``tools/published_url.py``) and fails otherwise."""
+(``docs/_ext/published_url.py``) and fails otherwise."""
 
 BASE_URL_ENV = "TORCH_PITFALLS_BASE_URL"
 """Environment variable that overrides :data:`BASE_URL` (for a mirror or a local build)."""
