@@ -50,6 +50,7 @@ def setup(app):
     app.connect("env-get-outdated", gallery.outdated_environment_pages)
     app.connect("env-get-outdated", search.reindex_when_variants_change)
     app.connect("env-get-outdated", indexes.reread_on_catalog_change)
+    app.connect("env-get-outdated", releases_section.recordings_changed)
     app.connect("env-before-read-docs", indexes.indexes_last)
     app.connect("env-purge-doc", indexes.purge)
     app.connect("env-merge-info", indexes.merge)

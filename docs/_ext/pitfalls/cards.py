@@ -10,7 +10,7 @@ import ast
 import re
 from pathlib import Path
 
-from .common import GALLERY_DIR, ROOT
+from .common import GALLERY_DIR, ROOT, digest_of, up_to_date
 from .figures import save
 
 LITERAL = re.compile(r"``(.+?)``|:[a-z]+:`~?([^`<]+?)(?:\s*<[^>]+>)?`")
@@ -57,9 +57,22 @@ def draw_card(path: Path, target: Path, size=(400, 280)) -> None:
 
 
 def draw_cards(app) -> None:
-    """Give each page without a figure a card instead of sphinx-gallery's placeholder."""
+    """Give each page without a figure a card instead of sphinx-gallery's placeholder; again only
+    when what the cards are drawn from changed (pages, topics, this code)."""
+    from torch_pitfalls import catalog
+
+    cards = {}
     for path in sorted((ROOT / "examples").glob("*/plot_*.py")):
         images = GALLERY_DIR / path.parent.name / "images"
         if (images / f"sphx_glr_{path.stem}_001.png").exists():
             continue  # the page's first figure is its thumbnail
-        draw_card(path, images / "thumb" / f"sphx_glr_{path.stem}_thumb.png")
+        cards[path] = images / "thumb" / f"sphx_glr_{path.stem}_thumb.png"
+    here = Path(__file__).parent
+    pages = Path(catalog.__file__).with_name("pages.toml")
+    digest = digest_of([*cards, pages, here / "cards.py", here / "figures.py"])
+    stamp = GALLERY_DIR / ".cards.sha256"
+    if up_to_date(stamp, digest, cards.values()):
+        return
+    for path, target in cards.items():
+        draw_card(path, target)
+    stamp.write_text(digest)

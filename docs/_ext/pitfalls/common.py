@@ -65,3 +65,23 @@ GLOSSARY = DOCS / "locale" / "zh_CN" / "glossary.csv"
 def split_variants(cell: str) -> list[str]:
     """The variants of a glossary row's ``variants`` cell (``;``-separated)."""
     return [variant.strip() for variant in cell.split(";") if variant.strip()]
+
+
+def digest_of(paths, *extra: str) -> str:
+    """A digest of files (their names and bytes; a missing file counts as missing) and strings."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for path in paths:
+        digest.update(str(path).encode() + b"\0")
+        digest.update(path.read_bytes() if path.is_file() else b"<missing>")
+    for text in extra:
+        digest.update(text.encode() + b"\0")
+    return digest.hexdigest()
+
+
+def up_to_date(stamp: Path, digest: str, outputs=()) -> bool:
+    """Whether the files generated from inputs whose digest is ``digest`` are there already: the
+    stamp file holds that digest and every path of ``outputs`` exists. Generated files are made
+    again only when their inputs change, so each build does not redo (and re-time) them."""
+    return stamp.is_file() and stamp.read_text() == digest and all(p.exists() for p in outputs)

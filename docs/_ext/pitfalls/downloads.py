@@ -32,7 +32,7 @@ import unicodedata
 import zipfile
 from pathlib import Path
 
-from .common import DOCS, ROOT, language_of, write_if_changed
+from .common import DOCS, ROOT, digest_of, language_of, up_to_date, write_if_changed
 from .inventory import torch_inventory
 
 EXAMPLES = ROOT / "examples"
@@ -499,8 +499,35 @@ def _entry(name: str) -> zipfile.ZipInfo:
 # -- Sphinx wiring -------------------------------------------------------------------------------
 
 
+def downloads_digest(language: str) -> str:
+    """What the downloads of one language are made from: the examples, their catalogs, the
+    inventory, the project's version, the site's address and this code."""
+    import sphinx_gallery
+
+    from torch_pitfalls import catalog as pages
+
+    messages = DOCS / "locale" / language / "LC_MESSAGES" / "auto_examples"
+    sources = [
+        *examples(),
+        *sorted(messages.glob("*/plot_*.po")),
+        *(Path(__file__).parent / name for name in ("downloads.py", "inventory.py", "common.py")),
+        Path(pages.__file__).with_name("pages.toml"),
+        DOCS / "_inventories" / "torch.txt",
+        ROOT / "pyproject.toml",
+    ]
+    return digest_of(sources, language, pages.site_url(), sphinx_gallery.__version__)
+
+
 def write_downloads_of_build(app) -> None:
-    write_downloads(language_of(app.config))
+    """builder-inited: write this language's downloads, unless their inputs are unchanged."""
+    language = language_of(app.config)
+    base = DOWNLOADS / language / "auto_examples"
+    stamp = DOWNLOADS / language / ".inputs.sha256"
+    digest = downloads_digest(language)
+    if up_to_date(stamp, digest, [base / "auto_examples_python.zip"]):
+        return
+    write_downloads(language)
+    stamp.write_text(digest)
 
 
 def point_downloads(app, doctree) -> None:

@@ -18,7 +18,7 @@ import re
 import warnings
 from pathlib import Path
 
-from .common import DOCS, GALLERY_DIR, language_of, write_if_changed
+from .common import DOCS, GALLERY_DIR, digest_of, language_of, up_to_date, write_if_changed
 
 GALLERY = GALLERY_DIR
 FIGURES = DOCS / "_build" / "figures"
@@ -158,11 +158,27 @@ def _thumbnail(figure: Path) -> None:
 
 
 def render_figures_of_build(app) -> None:
-    """builder-inited: on a translated build, draw the translated figures."""
+    """builder-inited: on a translated build, draw the translated figures; again only when what
+    they are drawn from changed (the figures the examples made, their catalog, this code)."""
+    import json
+
     language = language_of(app.config)
     if language == "en":
         return
+    stored = sorted(GALLERY.glob("*/images/*.fig.pickle"))
+    targets = [
+        FIGURES / language / p.parent.parent.name / (p.name.removesuffix(".fig.pickle") + ".png")
+        for p in stored
+    ]
+    alts = FIGURES / language / "alts.json"
+    digest = digest_of([*stored, FIGURE_CATALOG, Path(__file__), cjk_font()], language)
+    stamp = FIGURES / language / ".inputs.sha256"
+    if up_to_date(stamp, digest, [alts, *targets]):
+        app.env.pitfalls_figure_alts = json.loads(alts.read_text(encoding="utf-8"))
+        return
     app.env.pitfalls_figure_alts = render_figures(language, figure_catalog())
+    alts.write_text(json.dumps(app.env.pitfalls_figure_alts, ensure_ascii=False, indent=1))
+    stamp.write_text(digest)
 
 
 def localize_figures(app, doctree) -> None:

@@ -174,9 +174,9 @@ def page_tables(app, doctree) -> None:
     slug = gallery_slug(app.env.docname)
     if slug is None:
         return
-    # The folder's time changes when a file is added (a missing file would make the page
-    # outdated on every build: only the files that exist are noted).
-    app.env.note_dependency(str(releases.RECORDINGS))
+    # Only files that exist are noted: Sphinx re-reads a page with a missing dependency, or one
+    # that is a folder, on every build. A recording file that appears or goes is
+    # recordings_changed's business.
     for path in (releases.recording_path(slug), releases.RUNS):
         if path.exists():
             app.env.note_dependency(str(path))
@@ -203,6 +203,30 @@ def page_tables(app, doctree) -> None:
         top += node
 
 
+def recording_files() -> list[str]:
+    """The names of the files in docs/release_recordings."""
+    return sorted(path.name for path in releases.RECORDINGS.glob("*.json"))
+
+
+def recordings_changed(app, env, added, changed, removed):
+    """env-get-outdated: when a recording file appeared or went since the last build, the pages
+    whose file it is and the pages that show the release matrix (each existing file is a
+    dependency of its page and of the matrix; a file that does not exist cannot be one)."""
+    files = recording_files()
+    before = getattr(env, "pitfalls_recording_files", None)
+    env.pitfalls_recording_files = files
+    if before is None or before == files:
+        return []
+    moved = set(files) ^ set(before)
+    pages = [
+        docname
+        for docname in env.found_docs
+        if (slug := gallery_slug(docname))
+        and (releases.recording_path(slug).name in moved or releases.RUNS.name in moved)
+    ]
+    return sorted({*pages, *(getattr(env, "pitfalls_matrix_docs", set()) & env.found_docs)})
+
+
 def matrix_directive():
     from docutils import nodes
     from sphinx.util.docutils import SphinxDirective
@@ -214,7 +238,9 @@ def matrix_directive():
         """
 
         def run(self):
-            self.env.note_dependency(str(releases.RECORDINGS))
+            if not hasattr(self.env, "pitfalls_matrix_docs"):
+                self.env.pitfalls_matrix_docs = set()
+            self.env.pitfalls_matrix_docs.add(self.env.docname)  # see recordings_changed
             for path in releases.RECORDINGS.glob("*.json"):
                 self.env.note_dependency(str(path))
             self.env.note_dependency(releases.__file__)

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -104,11 +105,28 @@ def variant_terms(text: str, variants: dict[str, list[str]]) -> list[str]:
     ['清空梯度', '梯度清零']
     """
     found: list[str] = []
-    for term, others in variants.items():
+    table = tuple((term, tuple(others)) for term, others in variants.items())
+    starts = _terms_by_first_character(table)
+    # Only the terms with a form that starts with a character of the text can be in it: the
+    # search index calls this for every text of every page.
+    candidates = {i for character in set(text) for i in starts.get(character, ())}
+    for i in sorted(candidates):
+        term, others = table[i]
         forms = [term, *others]
         if any(form in text for form in forms):
             found.extend(form for form in forms if form not in text and form not in found)
     return found
+
+
+@functools.lru_cache(maxsize=4)
+def _terms_by_first_character(table: tuple[tuple[str, tuple[str, ...]], ...]) -> dict:
+    """First character of a form → the positions of the terms in ``table`` with such a form."""
+    starts: dict[str, set[int]] = {}
+    for i, (term, others) in enumerate(table):
+        for form in (term, *others):
+            if form:
+                starts.setdefault(form[0], set()).add(i)
+    return starts
 
 
 def reindex_when_variants_change(app, env, added, changed, removed):
@@ -135,10 +153,15 @@ def chinese_search():
         language_name = "English"
 
         def split(self, input: str) -> list[str]:
-            terms = super().split(input) + cjk_bigrams(input)
-            for variant in variant_terms(input, variants):
-                terms += super().split(variant) + cjk_bigrams(variant)
-            return terms
+            # The same texts come back on many pages (headings, labels, code): split each once.
+            if input not in self._pitfalls_split:
+                terms = super().split(input) + cjk_bigrams(input)
+                for variant in variant_terms(input, variants):
+                    terms += super().split(variant) + cjk_bigrams(variant)
+                self._pitfalls_split[input] = terms
+            return list(self._pitfalls_split[input])
+
+        _pitfalls_split: dict[str, list[str]] = {}
 
     return SearchChineseBigrams
 
