@@ -234,8 +234,8 @@ def i18n(session: nox.Session) -> None:
         "zh_CN",
         "-d",
         str(DOCS / "locale"),
-        "-w",
-        "0",
     )
-    # A message changed beyond sphinx-intl's fuzzy matching keeps its old translation, as fuzzy.
+    # A message changed beyond sphinx-intl's fuzzy matching keeps its old translation, as fuzzy;
+    # and every catalog is written in the one form of the catalogs, polib's (lines wrapped at 78
+    # columns), whatever width sphinx-intl wrote it with.
     session.run("python", "-m", "tools.catalogs", "--carry-over")
