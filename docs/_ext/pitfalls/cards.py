@@ -10,7 +10,7 @@ import ast
 import re
 from pathlib import Path
 
-from .common import GALLERY_DIR, ROOT, digest_of, up_to_date
+from .common import GALLERY_DIR, ROOT, digest_of, stamp, up_to_date
 from .figures import save
 
 LITERAL = re.compile(r"``(.+?)``|:[a-z]+:`~?([^`<]+?)(?:\s*<[^>]+>)?`")
@@ -70,9 +70,8 @@ def draw_cards(app) -> None:
     here = Path(__file__).parent
     pages = Path(catalog.__file__).with_name("pages.toml")
     digest = digest_of([*cards, pages, here / "cards.py", here / "figures.py"])
-    stamp = GALLERY_DIR / ".cards.sha256"
-    if up_to_date(stamp, digest, cards.values()):
+    if up_to_date("cards", digest, cards.values()):
         return
     for path, target in cards.items():
         draw_card(path, target)
-    stamp.write_text(digest)
+    stamp("cards", digest)

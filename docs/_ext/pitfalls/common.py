@@ -11,6 +11,8 @@ DOCS = Path(__file__).resolve().parents[2]
 ROOT = DOCS.parent
 #: sphinx-gallery's output folder (its ``gallery_dirs``).
 GALLERY_DIR = DOCS / catalog.GALLERY
+#: The digests of the inputs of generated files (:func:`up_to_date`), out of the published folders.
+STAMPS = DOCS / "_build" / "stamps"
 
 
 def language_of(config) -> str:
@@ -80,8 +82,16 @@ def digest_of(paths, *extra: str) -> str:
     return digest.hexdigest()
 
 
-def up_to_date(stamp: Path, digest: str, outputs=()) -> bool:
+def up_to_date(name: str, digest: str, outputs=()) -> bool:
     """Whether the files generated from inputs whose digest is ``digest`` are there already: the
-    stamp file holds that digest and every path of ``outputs`` exists. Generated files are made
-    again only when their inputs change, so each build does not redo (and re-time) them."""
-    return stamp.is_file() and stamp.read_text() == digest and all(p.exists() for p in outputs)
+    stamp ``name`` holds that digest (:func:`stamp`) and every path of ``outputs`` exists.
+    Generated files are made again only when their inputs change, so that a build does not redo
+    them."""
+    path = STAMPS / name
+    return path.is_file() and path.read_text() == digest and all(p.exists() for p in outputs)
+
+
+def stamp(name: str, digest: str) -> None:
+    """Record that the files of stamp ``name`` are made from inputs whose digest is ``digest``."""
+    STAMPS.mkdir(parents=True, exist_ok=True)
+    (STAMPS / name).write_text(digest)

@@ -32,7 +32,7 @@ import unicodedata
 import zipfile
 from pathlib import Path
 
-from .common import DOCS, ROOT, digest_of, language_of, up_to_date, write_if_changed
+from .common import DOCS, ROOT, digest_of, language_of, stamp, up_to_date, write_if_changed
 from .inventory import torch_inventory
 
 EXAMPLES = ROOT / "examples"
@@ -522,12 +522,11 @@ def write_downloads_of_build(app) -> None:
     """builder-inited: write this language's downloads, unless their inputs are unchanged."""
     language = language_of(app.config)
     base = DOWNLOADS / language / "auto_examples"
-    stamp = DOWNLOADS / language / ".inputs.sha256"
     digest = downloads_digest(language)
-    if up_to_date(stamp, digest, [base / "auto_examples_python.zip"]):
+    if up_to_date(f"downloads-{language}", digest, [base / "auto_examples_python.zip"]):
         return
     write_downloads(language)
-    stamp.write_text(digest)
+    stamp(f"downloads-{language}", digest)
 
 
 def point_downloads(app, doctree) -> None:

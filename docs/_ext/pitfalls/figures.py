@@ -18,7 +18,7 @@ import re
 import warnings
 from pathlib import Path
 
-from .common import DOCS, GALLERY_DIR, digest_of, language_of, up_to_date, write_if_changed
+from .common import DOCS, GALLERY_DIR, digest_of, language_of, stamp, up_to_date, write_if_changed
 
 GALLERY = GALLERY_DIR
 FIGURES = DOCS / "_build" / "figures"
@@ -172,13 +172,12 @@ def render_figures_of_build(app) -> None:
     ]
     alts = FIGURES / language / "alts.json"
     digest = digest_of([*stored, FIGURE_CATALOG, Path(__file__), cjk_font()], language)
-    stamp = FIGURES / language / ".inputs.sha256"
-    if up_to_date(stamp, digest, [alts, *targets]):
+    if up_to_date(f"figures-{language}", digest, [alts, *targets]):
         app.env.pitfalls_figure_alts = json.loads(alts.read_text(encoding="utf-8"))
         return
     app.env.pitfalls_figure_alts = render_figures(language, figure_catalog())
     alts.write_text(json.dumps(app.env.pitfalls_figure_alts, ensure_ascii=False, indent=1))
-    stamp.write_text(digest)
+    stamp(f"figures-{language}", digest)
 
 
 def localize_figures(app, doctree) -> None:
