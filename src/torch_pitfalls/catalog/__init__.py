@@ -190,6 +190,9 @@ def parse(text: str, source: str = "pages.toml") -> Catalog:
     problems += [f"topic {n!r} is declared twice" for n in set(names) if names.count(n) > 1]
     groups = tuple(SymptomGroup(g["id"], g["title"]) for g in data.get("symptom_groups", ()))
     group_ids = [g.id for g in groups]
+    problems += [
+        f"symptom group {g!r} is declared twice" for g in set(group_ids) if group_ids.count(g) > 1
+    ]
     symptom_ids = [s["id"] for s in data.get("symptoms", ())]
     problems += [
         f"symptom {s['id']!r}: group {s['group']!r} is not a [[symptom_groups]]"
