@@ -1,6 +1,6 @@
 """The static checker (src/torch_pitfalls/lint.py): fixtures, command line, flake8, pre-commit.
 
-Every file of tests/lint_fixtures marks each finding it should give with a trailing comment
+Every file of tests/rules/fixtures marks each finding it should give with a trailing comment
 ``# expect: TP101`` (several ids comma-separated); the checker, with every rule on, must give
 exactly those (line, id) pairs: a miss and a false alarm both fail.
 """
@@ -23,7 +23,7 @@ import pytest
 from torch_pitfalls import lint, rules
 
 ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = Path(__file__).resolve().parent / "lint_fixtures"
+FIXTURES = Path(__file__).resolve().parent / "rules" / "fixtures"
 FIXTURE_FILES = sorted(FIXTURES.glob("tp*.py"))
 STATIC_RULES = [r for r in rules.RULES if r.kind == "lint"]
 ALL_STATIC = [r.id for r in STATIC_RULES]
@@ -75,8 +75,8 @@ def test_every_static_rule_has_a_positive_and_a_negative_fixture(rule):
     prefix = rule.id.lower()
     positives = [p for p in FIXTURE_FILES if p.stem.startswith(f"{prefix}_positive")]
     negatives = [p for p in FIXTURE_FILES if p.stem.startswith(f"{prefix}_negative")]
-    assert positives, f"no tests/lint_fixtures/{prefix}_positive*.py"
-    assert negatives, f"no tests/lint_fixtures/{prefix}_negative*.py"
+    assert positives, f"no tests/rules/fixtures/{prefix}_positive*.py"
+    assert negatives, f"no tests/rules/fixtures/{prefix}_negative*.py"
     assert any(rule.id in {i for _, i in expected(p)} for p in positives)
     for negative in negatives:  # a negative fixture expects nothing at all, of any rule
         assert expected(negative) == [], negative.name
