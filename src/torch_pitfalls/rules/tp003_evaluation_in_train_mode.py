@@ -34,6 +34,8 @@ batch, and the evaluation changes the model.
 
 from __future__ import annotations
 
+import sys
+
 from torch_pitfalls.rules import _rule
 
 RULE = _rule(
@@ -51,12 +53,17 @@ RULE = _rule(
 
 
 def forward(guards, module) -> None:
-    """Before each module's forward: a BatchNorm or Dropout in train mode without gradients."""
-    import torch
-    from torch import nn
+    """Before each module's forward: a BatchNorm or Dropout in train mode without gradients.
 
-    if not module.training or torch.is_grad_enabled() or not guards.watches(module):
+    Runs at every module call under the guards, so it looks torch up in ``sys.modules`` (loaded
+    by then) instead of importing it: an import statement per call cost the tiny MLP of
+    ``nox -s bench`` a few percent."""
+    if not module.training:
         return
+    torch = sys.modules["torch"]
+    if torch.is_grad_enabled() or not guards.watches(module):
+        return
+    nn = torch.nn
     if isinstance(module, nn.modules.batchnorm._BatchNorm):
         # momentum=None: a cumulative average, as torch.optim.swa_utils.update_bn recalibrates
         if module.track_running_stats and module.momentum is not None:

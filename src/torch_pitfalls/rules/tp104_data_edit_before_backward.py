@@ -22,10 +22,9 @@ then a training loop), of a tensor from a factory (``torch.zeros``), on ``self.d
 ``cls.data`` (a class's own attribute, not a tensor's) or ``x.grad.data`` (a gradient is
 not saved for backward); a backward in another function, a loop's next iteration, or a
 loss computed from the edited tensor through a call of another function. Reported at the
-edit. Reading through ``.data`` is not reported. On the ten public codebases measured for
-issue 14 (330 000 lines), the rule as it was (every edit outside functions named like
-initialisation) gave 160 findings, none of them an edit of a live graph; it now gives two,
-both real (a clamp through ``.data`` between the forward and the backward of a DQN).
+edit. Reading through ``.data`` is not reported. Opt-in: a backward called through another
+object (``fabric.backward(loss)``, Lightning's ``manual_backward(loss)``) is taken for the
+backward of the tensor the edit belongs to, which real training code does correctly.
 
 .. rubric:: Why is this bad?
 
