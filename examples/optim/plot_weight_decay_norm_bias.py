@@ -185,7 +185,7 @@ if torch.__version__ >= "2.12":
     assert with_bias_argument == ["BatchNorm1d", "InstanceNorm1d", "GroupNorm", "LayerNorm"]
     batch_norm = nn.BatchNorm1d(16, bias=False)
     print("BatchNorm1d(16, bias=False) parameters:", [n for n, _ in batch_norm.named_parameters()])
-    assert batch_norm.bias is None
+    assert batch_norm.bias is None and batch_norm.weight.ndim == 1
 else:  # PyTorch 2.11 and older
     assert with_bias_argument == ["LayerNorm"]
     with expect_raises(TypeError, "unexpected keyword argument 'bias'"):
