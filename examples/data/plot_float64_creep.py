@@ -194,7 +194,7 @@ assert refused == expected, refused
 # %%
 # The losses that run compute in float64, silently.
 # The ones that raise give a message that names neither the loss nor the tensor:
-# ``Found dtype Double but expected Float`` (in :func:`~torch.nn.functional.huber_loss`'s
+# ``Found dtype Double but expected Float`` (in ``F.huber_loss``'s
 # backward pass, in :func:`~torch.nn.functional.binary_cross_entropy`'s forward pass) or
 # ``expected scalar type Float but found Double`` (class weights of
 # :func:`~torch.nn.functional.cross_entropy`).
@@ -285,7 +285,7 @@ assert shared[0, 0].item() == 100.0 and as_float32[0, 0].item() != 100.0
 # `issue #94086 <https://github.com/pytorch/pytorch/issues/94086>`_) made the backward pass
 # promote its inputs as well, first released in PyTorch 2.12.
 # It changed :func:`~torch.nn.functional.mse_loss` only: the backward pass of
-# :func:`~torch.nn.functional.huber_loss` still refuses a float64 target (see "Not every loss
+# ``F.huber_loss`` still refuses a float64 target (see "Not every loss
 # promotes" above).
 # **On older releases the float64 target is not silent: it stops the training step; the cast in
 # the dataset is the fix on every release.**

@@ -174,7 +174,7 @@ assert nn.Embedding(10, 4).weight.ndim == 2  # an embedding lands in the decayed
 # :class:`~torch.nn.LayerNorm` has a ``bias`` argument on every release this page runs on;
 # the batch, instance and group normalisations have one since PyTorch 2.12
 # (`pull request #176573 <https://github.com/pytorch/pytorch/pull/176573>`_), and
-# :class:`~torch.nn.RMSNorm`, which has no bias, none:
+# ``nn.RMSNorm``, which has no bias, none:
 
 norm_layers = [nn.BatchNorm1d, nn.InstanceNorm1d, nn.GroupNorm, nn.LayerNorm, nn.RMSNorm]
 with_bias_argument = [

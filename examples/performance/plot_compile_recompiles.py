@@ -300,7 +300,7 @@ assert by_default == 2 and marked == 1
 
 # %%
 # Changed in PyTorch 2.12: a recompile limit for one ``torch.compile`` call
-# ------------------------------------------------------------------------
+# -------------------------------------------------------------------------
 #
 # ``torch._dynamo.config.recompile_limit`` applies to every compiled function of the process.
 # Since PyTorch 2.12, ``torch.compile(..., recompile_limit=N)`` sets the limit for what that one

@@ -195,7 +195,7 @@ assert torch.backends.cudnn.benchmark is False and torch.backends.cudnn.determin
 # or another release, other digits are within what PyTorch promises.**
 #
 # Changed in PyTorch 2.10: no ``CUBLAS_WORKSPACE_CONFIG`` for matrix products
-# --------------------------------------------------------------------------
+# ---------------------------------------------------------------------------
 #
 # Matrix products on a GPU used to need one more setting: in deterministic mode, PyTorch raised
 # a RuntimeError for a matrix product unless the environment variable
