@@ -22,6 +22,9 @@ def test_compile_recompiles(device):
     assert run["with_unspec"] == 2
     assert run["as_argument"] == 2 and run["as_dynamic_argument"] == 1
     assert run["by_default"] == 2 and run["marked"] == 1
+    # a recompile limit per torch.compile call (2.12), a cache and count per call (2.13)
+    assert run["limited"] == 3
+    assert run["shared"] == (6, 2) and run["isolated"] == (6, 6)
     # the page leaves Dynamo's settings and loggers as it found them
     assert torch._dynamo.config.allow_unspec_int_on_nn_module is False
     assert logging.getLogger("torch._dynamo.convert_frame").propagate

@@ -24,6 +24,14 @@ def test_float64_creep(device):
     assert "default_collate of Python floats: torch.float64" in run.stdout
     assert "default_collate of float32 arrays: torch.float32" in run.stdout
     assert "| loss: torch.float64" in run.stdout  # the silent float64 loss of the symptom
+    # most losses promote a float64 target; these three refuse it, and all run with float32
+    assert set(run["refused"]) == {
+        "huber_loss",
+        "binary_cross_entropy",
+        "cross_entropy, class weights",
+    }
+    assert run["with_float64"]["mse_loss"] == "runs, loss torch.float64"
+    assert set(run["with_float32"].values()) == {"runs, loss torch.float32"}
     # from_numpy shares the array's memory; torch.tensor and a cast copy it
     table, shared = run["table"], run["shared"]
     assert shared.data_ptr() == table.__array_interface__["data"][0]
