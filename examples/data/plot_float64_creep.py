@@ -190,12 +190,14 @@ expected = {
 if torch.__version__ < "2.12":  # see "Changed in PyTorch 2.12" below
     expected["mse_loss"] = "backward raises: Found dtype Double but expected Float"
 assert refused == expected, refused
+ran = {outcome for outcome in with_float64.values() if "raises" not in outcome}
+assert ran == {"runs, loss torch.float64"}, ran
 
 # %%
 # The losses that run compute in float64, silently.
 # The ones that raise give a message that names neither the loss nor the tensor:
-# ``Found dtype Double but expected Float`` (in ``F.huber_loss``'s
-# backward pass, in :func:`~torch.nn.functional.binary_cross_entropy`'s forward pass) or
+# ``Found dtype Double but expected Float`` (in ``F.huber_loss``'s backward pass, in
+# :func:`~torch.nn.functional.binary_cross_entropy`'s forward pass) or
 # ``expected scalar type Float but found Double`` (class weights of
 # :func:`~torch.nn.functional.cross_entropy`).
 # **If a loss raises one of these, look for a float64 tensor among its arguments (the target, the
@@ -284,9 +286,8 @@ assert shared[0, 0].item() == 100.0 and as_float32[0, 0].item() != 100.0
 # `Pull request #175743 <https://github.com/pytorch/pytorch/pull/175743>`_ (fixing
 # `issue #94086 <https://github.com/pytorch/pytorch/issues/94086>`_) made the backward pass
 # promote its inputs as well, first released in PyTorch 2.12.
-# It changed :func:`~torch.nn.functional.mse_loss` only: the backward pass of
-# ``F.huber_loss`` still refuses a float64 target (see "Not every loss
-# promotes" above).
+# It changed :func:`~torch.nn.functional.mse_loss` only: the backward pass of ``F.huber_loss``
+# still refuses a float64 target (see "Not every loss promotes" above).
 # **On older releases the float64 target is not silent: it stops the training step; the cast in
 # the dataset is the fix on every release.**
 

@@ -355,6 +355,10 @@ else:  # PyTorch 2.12 and older
         torch.compile(model, backend="eager", isolate_recompiles=True)
 
 # %%
+# Sharing the limit of 8, the second compiled version compiled twice and ran its last 4 steps
+# uncompiled; with ``isolate_recompiles=True``, each compiled version compiled at each of its 6
+# steps.
+#
 # Compiled code lives in a global cache: ``torch._dynamo.reset()`` clears it, and the counts
 # above call it before each compilation so that none inherits another's cache.
 # We clear it once more, so that nothing compiled here stays behind:
