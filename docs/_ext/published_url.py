@@ -1,7 +1,7 @@
 """Check that the host serves the site where the detectors' links point (Read the Docs build step).
 
 The detectors link to ``<site_url>/<language>/auto_examples/…``
-(:func:`torch_pitfalls.rules.site_url`), which assumes the host serves the build's
+(:func:`torch_pitfalls.catalog.site_url`), which assumes the host serves the build's
 ``docs/_build/html`` folder at the site's address.
 Read the Docs serves a project under ``/<language>/<version>/`` unless its "URL versioning scheme"
 is "Single version without translations"; its build sets ``READTHEDOCS_CANONICAL_URL`` to the
@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
-from torch_pitfalls.rules import BASE_URL_ENV, site_url  # noqa: E402  (standard library only)
+from torch_pitfalls.catalog import BASE_URL_ENV, site_url  # noqa: E402  (standard library only)
 
 
 def mismatch(canonical: str, site: str) -> str | None:

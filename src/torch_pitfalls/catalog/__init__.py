@@ -132,12 +132,12 @@ class Page:
 
     @property
     def stem(self) -> str:
-        """The example's file name without ``.py``: ``plot_<slug with underscores>``."""
+        """The example's file name without ``.py`` (``plot_<slug with underscores>``)."""
         return stem(self.slug)
 
     @property
     def docname(self) -> str:
-        """The Sphinx document name of the page: ``auto_examples/<topic>/<stem>``."""
+        """The Sphinx document name of the page (``auto_examples/<topic>/<stem>``)."""
         return f"{GALLERY}/{self.topic}/{self.stem}"
 
     def example(self, examples: Path) -> Path:
@@ -147,6 +147,9 @@ class Page:
 
 @dataclass(frozen=True)
 class Catalog:
+    """A catalog read by :func:`parse`: its topics, pages (in reading order), symptoms and the
+    symptom index's headings."""
+
     topics: tuple[Topic, ...]
     pages: tuple[Page, ...]
     symptoms: tuple[Symptom, ...]

@@ -21,14 +21,14 @@ How the guards work, and what they cost:
 
 * only the torch functions the active rules name are taken (``F.cross_entropy``, ``F.dropout``,
   ``F.interpolate``, ``Tensor.backward``, ``Tensor.numpy`` …), in the thread that entered the
-  guards (:mod:`.intercept`): a checked call pays a few Python calls and its checks (the loss
+  guards (``intercept``): a checked call pays a few Python calls and its checks (the loss
   checks read the input's values: on CUDA, a synchronisation); every other torch call nothing;
 * global module forward hooks and optimizer step hooks, and a look at the optimizer's gradients
-  around each backward call, are the events the other rules watch (:mod:`.hooks`): every
+  around each backward call, are the events the other rules watch (``hooks``): every
   module call pays two Python calls, each step and each backward a loop over the parameters;
 * the opt-in rule ``TP010`` packs every tensor saved for backward with a copy of it
   (``torch.autograd.graph.saved_tensors_hooks``): it doubles the memory of saved tensors;
-* PyTorch's own warnings keep the place they have without the guards (:mod:`.pytorch_warnings`):
+* PyTorch's own warnings keep the place they have without the guards (``pytorch_warnings``):
   the same file, line and module, and so the same count under your filters.
 
 ``nox -s bench`` measures what they cost side by side (the time of the same loop with guards
@@ -41,8 +41,8 @@ block raises), and no computed value is changed: the guards only read. Inside ``
 they check nothing (the compiler traces the wrappers and the hooks); a check that cannot read a
 tensor (under ``torch.func.vmap``) is skipped.
 
-The parts: :mod:`.engine` (options, findings, dispatch), :mod:`.intercept`, :mod:`.hooks`,
-:mod:`.notes`, :mod:`.pytorch_warnings`, and the runner ``python -m torch_pitfalls.guards``
+The parts: ``engine`` (options, findings, dispatch), ``intercept``, ``hooks``,
+``notes``, ``pytorch_warnings``, and the runner ``python -m torch_pitfalls.guards``
 (:func:`main`).
 """
 
@@ -60,7 +60,7 @@ __all__ = ["Finding", "Guards", "PitfallError", "PitfallWarning", "allow", "main
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m torch_pitfalls.guards [options] SCRIPT [ARGS…]``: run a script under guards
-    (see :func:`torch_pitfalls.guards.__main__.main`)."""
+    (``python -m torch_pitfalls.guards``)."""
     from torch_pitfalls.guards.__main__ import main as run
 
     return run(argv)

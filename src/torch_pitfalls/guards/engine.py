@@ -131,9 +131,9 @@ class Guards(Hooks, Notes):
             only at these optimizers. With none of a kind, every module (optimizer) is watched.
         language: ``"en"`` or ``"zh_CN"`` for messages and URLs; default: the environment
             variable ``TORCH_PITFALLS_LANGUAGE``, else the locale
-            (:func:`torch_pitfalls.rules.resolve_language`).
+            (:func:`torch_pitfalls.catalog.resolve_language`).
         base_url: the site's base URL; default: ``TORCH_PITFALLS_BASE_URL``, else
-            :data:`torch_pitfalls.rules.BASE_URL`.
+            :data:`torch_pitfalls.catalog.BASE_URL`.
         strict: raise :class:`PitfallError` instead of warning.
         allow: rule ids to silence for the whole block (see also :func:`allow`).
         enable: opt-in rule ids to switch on (``"TP010"``).

@@ -13,7 +13,7 @@ the same as without it. ``nox -s survey -- FOLDER...`` runs both over folders of
 ``--explain ID`` prints a rule's documentation; ``--help`` lists every rule.)
 
 (``--language`` takes ``en`` or ``zh_CN``, or any spelling
-:func:`torch_pitfalls.rules.resolve_language` accepts, ``zh``, ``zh-CN``…, as
+:func:`torch_pitfalls.catalog.resolve_language` accepts, ``zh``, ``zh-CN``…, as
 ``TORCH_PITFALLS_LANGUAGE`` does.)
 
 or through flake8 (the plugin :class:`Flake8Checker`, error codes ``TP1xx``), or as the
@@ -24,10 +24,10 @@ The rules are the static ones (``kind == "lint"``) of :data:`torch_pitfalls.rule
 is a module of :mod:`torch_pitfalls.rules`, whose documentation says what it reports and what
 not. They read one parsed module (:class:`~torch_pitfalls.lint.context.Context`), with names
 resolved through its imports, on the standard library's :mod:`ast`; the analyses they share are
-in :mod:`torch_pitfalls.lint.analyses`.
+in ``torch_pitfalls.lint.analyses``.
 
-Suppress a finding with ``# noqa: TP101`` (:mod:`torch_pitfalls.lint.noqa`); notebooks are read
-cell by cell (:mod:`torch_pitfalls.lint.notebooks`).
+Suppress a finding with ``# noqa: TP101`` (``torch_pitfalls.lint.noqa``); notebooks are read
+cell by cell (``torch_pitfalls.lint.notebooks``).
 
 Exit status of the command line: 0 nothing found, 1 findings, 2 a usage error or a file that
 could not be read or parsed (printed as ``path:line:col: E999 SyntaxError: ...`` or ``E902``).

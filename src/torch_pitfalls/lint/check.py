@@ -108,10 +108,10 @@ def check_source(
         enable: opt-in rule ids to run besides the default ones (ignored when ``select`` is
             given: selecting an opt-in rule enables it).
         language: language of the messages and URLs, ``"en"`` or ``"zh_CN"``; by default
-            :func:`torch_pitfalls.rules.resolve_language` (the environment variable
+            :func:`torch_pitfalls.catalog.resolve_language` (the environment variable
             ``TORCH_PITFALLS_LANGUAGE``, then the locale).
         base_url: where the site is published; by default the environment variable
-            ``TORCH_PITFALLS_BASE_URL``, else :data:`torch_pitfalls.rules.BASE_URL`.
+            ``TORCH_PITFALLS_BASE_URL``, else :data:`torch_pitfalls.catalog.BASE_URL`.
 
     Returns:
         The findings, sorted by line, column and id.

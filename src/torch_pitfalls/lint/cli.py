@@ -153,7 +153,7 @@ def _id_list(value: str) -> frozenset[str]:
 
 
 def _language(value: str) -> str:
-    """An argparse type: a language as :func:`torch_pitfalls.rules.resolve_language` reads it."""
+    """An argparse type: a language as :func:`torch_pitfalls.catalog.resolve_language` reads it."""
     try:
         if not value.strip():  # resolve_language would take the environment's instead
             raise ValueError(f"language must be one of {rules.LANGUAGES}, got {value!r}")

@@ -1,5 +1,5 @@
 """What every static rule reads: one parsed module (:class:`Context`), its imports resolved
-(:class:`Imports`), and its statements walked once (:func:`statements`)."""
+(:class:`Imports`), and its statements walked once (``statements``)."""
 
 from __future__ import annotations
 

@@ -145,7 +145,7 @@ def _discover() -> tuple[Rule, ...]:
 _MODULE_NAME = re.compile(r"tp\d{3}_\w+")
 _MODULES: dict[str, types.ModuleType] = {}
 RULES: tuple[Rule, ...] = _discover()
-"""Every rule, in id order: the ``RULE`` of each module ``tpNNN_<name>.py`` of this package."""
+"""Every rule in id order, the ``RULE`` of each module ``tpNNN_<name>.py`` of this package."""
 
 _BY_ID = {r.id: r for r in RULES}
 
@@ -240,7 +240,7 @@ def documentation(
 ) -> dict[str, str]:
     """A rule's documentation, from the docstring of its module: each section of
     :data:`SECTIONS`, by name, in order (reST text, dedented, no heading), then ``"Page"``, the
-    URL of the rule's page (:func:`page_url` of ``RULE.slug``).
+    URL of the rule's page (:func:`torch_pitfalls.catalog.url` of ``RULE.slug``).
 
     Raises:
         KeyError: no rule has this id.
