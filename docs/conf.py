@@ -68,7 +68,10 @@ intersphinx_mapping = {
 }
 intersphinx_timeout = 1
 # Undocumented in the Python docs, so absent from their inventory.
-nitpick_ignore = [("py:class", "warnings.WarningMessage")]
+nitpick_ignore = [
+    ("py:class", "warnings.WarningMessage"),
+    ("py:class", "torch_pitfalls.guards._common._Place"),  # private: a line of the user's code
+]
 
 # -- API reference of the helpers -----------------------------------------------------------------
 autodoc_typehints = "description"

@@ -1230,7 +1230,7 @@ def test_a_function_bound_before_entry_is_checked_and_everything_is_restored():
     assert {f: f.__code__ for f in codes} == codes
     assert "__wrapped__" not in F.cross_entropy.__dict__
     assert "numpy" not in torch.Tensor.__dict__  # the C method again
-    assert not guards_module._WRAPPED
+    assert not guards_module.intercept._WRAPPED
 
 
 def test_nested_guards_each_check_and_other_threads_are_not_checked():

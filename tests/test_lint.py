@@ -1,6 +1,7 @@
-"""The static checker (src/torch_pitfalls/lint.py): fixtures, command line, flake8, pre-commit.
+"""The static checker (src/torch_pitfalls/lint/): command line, flake8, pre-commit, notebooks.
 
-Every file of tests/lint_fixtures marks each finding it should give with a trailing comment
+The rules' fixtures are compared by tests/rules/test_rule_fixtures.py. Every file of
+tests/rules/fixtures marks each finding it should give with a trailing comment
 ``# expect: TP101`` (several ids comma-separated); the checker, with every rule on, must give
 exactly those (line, id) pairs: a miss and a false alarm both fail.
 """
@@ -23,8 +24,8 @@ import pytest
 from torch_pitfalls import lint, rules
 
 ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = Path(__file__).resolve().parent / "lint_fixtures"
-FIXTURE_FILES = sorted(FIXTURES.glob("tp*.py"))
+FIXTURES = Path(__file__).resolve().parent / "rules" / "fixtures"
+FIXTURE_FILES = sorted(FIXTURES.glob("tp1*.py"))  # the static rules' (tests/rules runs them)
 STATIC_RULES = [r for r in rules.RULES if r.kind == "lint"]
 ALL_STATIC = [r.id for r in STATIC_RULES]
 DEFAULT_STATIC = [r.id for r in STATIC_RULES if r.default]
@@ -62,24 +63,6 @@ def fixture_id(path: Path) -> str:
 
 
 # The fixtures ----------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("path", FIXTURE_FILES, ids=fixture_id)
-def test_fixture_gives_exactly_its_expected_findings(path):
-    want, got = expected(path), found(path, select=ALL_STATIC, language="en")
-    assert got == want, diff(want, got)
-
-
-@pytest.mark.parametrize("rule", STATIC_RULES, ids=lambda r: r.id)
-def test_every_static_rule_has_a_positive_and_a_negative_fixture(rule):
-    prefix = rule.id.lower()
-    positives = [p for p in FIXTURE_FILES if p.stem.startswith(f"{prefix}_positive")]
-    negatives = [p for p in FIXTURE_FILES if p.stem.startswith(f"{prefix}_negative")]
-    assert positives, f"no tests/lint_fixtures/{prefix}_positive*.py"
-    assert negatives, f"no tests/lint_fixtures/{prefix}_negative*.py"
-    assert any(rule.id in {i for _, i in expected(p)} for p in positives)
-    for negative in negatives:  # a negative fixture expects nothing at all, of any rule
-        assert expected(negative) == [], negative.name
 
 
 def test_fixtures_are_valid_python_and_not_collected_as_tests():
@@ -244,7 +227,7 @@ def test_recursion_in_the_checker(tmp_path, monkeypatch):
     def too_deep(tree, active, source=""):
         raise RecursionError("maximum recursion depth exceeded")
 
-    monkeypatch.setattr(lint, "_analyse", too_deep)
+    monkeypatch.setattr(lint.check, "_analyse", too_deep)
     path = tmp_path / "deep.py"
     path.write_text("x = 1\n", encoding="utf-8")
     assert [str(f) for f in lint.check_paths(path)] == [
@@ -406,7 +389,7 @@ def test_command_line_sorts_by_path_line_and_column():
         match = OUTPUT_LINE.match(line)
         keys.append((match["path"], int(match["line"]), int(match["col"])))
     assert keys == sorted(keys) and len(keys) == len(set(keys))
-    all_default = sum(len(found(p, language="en")) for p in FIXTURE_FILES)
+    all_default = sum(len(found(p, language="en")) for p in sorted(FIXTURES.glob("*.py")))
     assert len(keys) == all_default  # each file once, though named twice
 
 

@@ -217,3 +217,17 @@ def test_messages_are_read_from_outputs_and_mapped_to_where_they_were_printed():
     assert finding.explaining_pages([a, b]) == {("ValueError", "boom"): [a, b]}
     assert finding.message_head("Target 10 is out of bounds.") == "Target N is out of bounds"
     assert finding.message_head("mat1 and mat2 (x)") == "mat1 and mat2"
+
+
+def test_every_timing_a_page_asserts_goes_through_the_one_retry_mechanism():
+    """A page compares times only with compare_times(..., expect=...), which measures a
+    comparison again before it fails (torch_pitfalls.measure): no page keeps a retry loop of its
+    own, and no timing assertion can fail a build because the machine was busy once."""
+    import ast
+
+    for slug in all_slugs():
+        tree = ast.parse(example_path(slug).read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "compare_times":
+                keywords = {k.arg for k in node.keywords}
+                assert "expect" in keywords, f"{slug}:{node.lineno}: compare_times without expect="

@@ -20,6 +20,9 @@ def test_weight_decay_norm_bias(device):
     )
     # two groups: matrices decayed
     assert run["matrix_factors"] == pytest.approx([factor, factor], abs=1e-3)
+    # bias= on the batch, instance and group normalisations (2.12), not on RMSNorm
+    assert run["with_bias_argument"] == ["BatchNorm1d", "InstanceNorm1d", "GroupNorm", "LayerNorm"]
+    assert run["batch_norm"].bias is None
 
 
 @pytest.mark.parametrize("optimizer_class", [torch.optim.SGD, torch.optim.AdamW])

@@ -9,13 +9,15 @@ are 32-bit.
 Data that goes from NumPy or from Python numbers through a
 :class:`~torch.utils.data.DataLoader` keeps its 64 bits, and meets float32 weights in the first
 layer, which refuses to mix them.
-Where PyTorch does mix them, as in a loss, the result is silently float64.
+Where PyTorch does mix them, as most losses do, the result is silently float64; a few losses
+refuse the mix, with an error that names neither the loss nor the tensor.
 
 .. admonition:: What you will learn
 
    * which dtype :func:`torch.from_numpy` and the DataLoader's default collation give NumPy
      arrays and Python floats;
-   * why a linear layer refuses a float64 batch while a loss accepts a float64 target;
+   * why a linear layer refuses a float64 batch while most losses accept a float64 target, and
+     which losses refuse it;
    * where to cast, once, and what :func:`torch.from_numpy` versus :func:`torch.tensor` means for
      memory shared with the array.
 
@@ -129,6 +131,79 @@ print("float32 with float64 gives", torch.promote_types(torch.float32, torch.flo
 assert torch.promote_types(torch.float32, torch.float64) == torch.float64
 
 # %%
+# Not every loss promotes
+# -----------------------
+#
+# **Each loss handles a float64 target in its own code, and a few still refuse it.**
+# The same float32 prediction, one loss at a time, with float64 targets (or, for the last one,
+# class weights computed in float64, as weights from NumPy's class counts are), forward and
+# backward, on the CPU:
+
+
+def loss_cases(dtype):
+    """Each loss as a function of a float32 prediction, its other tensors in ``dtype``."""
+    values = torch.randn(4, 3, dtype=dtype)
+    probabilities = torch.rand(4, 3, dtype=dtype)  # 0 to 1, as binary cross-entropy needs
+    distribution = torch.softmax(values, dim=1)  # each row sums to 1
+    class_weights = torch.tensor([1.0, 2.0, 0.5], dtype=dtype)
+    labels = torch.tensor([0, 1, 2, 0])
+    return {
+        "mse_loss": lambda p: F.mse_loss(p, values),
+        "l1_loss": lambda p: F.l1_loss(p, values),
+        "smooth_l1_loss": lambda p: F.smooth_l1_loss(p, values),
+        "huber_loss": lambda p: F.huber_loss(p, values),
+        "binary_cross_entropy": lambda p: F.binary_cross_entropy(torch.sigmoid(p), probabilities),
+        "binary_cross_entropy_with_logits": (
+            lambda p: F.binary_cross_entropy_with_logits(p, probabilities)
+        ),
+        "kl_div": lambda p: F.kl_div(F.log_softmax(p, dim=1), distribution, reduction="batchmean"),
+        "cross_entropy, probabilities": lambda p: F.cross_entropy(p, distribution),
+        "cross_entropy, class weights": lambda p: F.cross_entropy(p, labels, weight=class_weights),
+    }
+
+
+def try_losses(dtype):
+    """For each loss: the dtype of the loss if forward and backward ran, else where it raised."""
+    outcomes = {}
+    for name, loss_fn in loss_cases(dtype).items():
+        prediction = torch.randn(4, 3, requires_grad=True)
+        step = "forward"
+        try:
+            loss = loss_fn(prediction)
+            step = "backward"
+            loss.backward()
+            outcomes[name] = f"runs, loss {loss.dtype}"
+        except RuntimeError as error:
+            outcomes[name] = f"{step} raises: {str(error).splitlines()[0]}"
+    return outcomes
+
+
+with_float64 = try_losses(torch.float64)
+for name, outcome in with_float64.items():
+    print(f"{name:33} {outcome}")
+refused = {name: outcome for name, outcome in with_float64.items() if "raises" in outcome}
+expected = {
+    "huber_loss": "backward raises: Found dtype Double but expected Float",
+    "binary_cross_entropy": "forward raises: Found dtype Double but expected Float",
+    "cross_entropy, class weights": "forward raises: expected scalar type Float but found Double",
+}
+if torch.__version__ < "2.12":  # see "Changed in PyTorch 2.12" below
+    expected["mse_loss"] = "backward raises: Found dtype Double but expected Float"
+assert refused == expected, refused
+ran = {outcome for outcome in with_float64.values() if "raises" not in outcome}
+assert ran == {"runs, loss torch.float64"}, ran
+
+# %%
+# The losses that run compute in float64, silently.
+# The ones that raise give a message that names neither the loss nor the tensor:
+# ``Found dtype Double but expected Float`` (in ``F.huber_loss``'s backward pass, in
+# :func:`~torch.nn.functional.binary_cross_entropy`'s forward pass) or
+# ``expected scalar type Float but found Double`` (class weights of
+# :func:`~torch.nn.functional.cross_entropy`).
+# **If a loss raises one of these, look for a float64 tensor among its arguments (the target, the
+# weights), and cast it to float32 where it is made, as the fix below does.**
+
+# %%
 # The fix
 # -------
 #
@@ -158,6 +233,13 @@ loss = F.mse_loss(pred, y.to(device))
 loss.backward()
 print("batch:", x.dtype, "| targets:", y.dtype, "| loss:", loss.dtype)
 assert x.dtype == y.dtype == loss.dtype == torch.float32
+
+# %%
+# With float32 targets and weights, every loss of the list above runs, in float32:
+
+with_float32 = try_losses(torch.float32)
+print(sorted(set(with_float32.values())))
+assert set(with_float32.values()) == {"runs, loss torch.float32"}
 
 # %%
 # ``features.astype(np.float32)`` before building the dataset works as well.
@@ -204,6 +286,8 @@ assert shared[0, 0].item() == 100.0 and as_float32[0, 0].item() != 100.0
 # `Pull request #175743 <https://github.com/pytorch/pytorch/pull/175743>`_ (fixing
 # `issue #94086 <https://github.com/pytorch/pytorch/issues/94086>`_) made the backward pass
 # promote its inputs as well, first released in PyTorch 2.12.
+# It changed :func:`~torch.nn.functional.mse_loss` only: the backward pass of ``F.huber_loss``
+# still refuses a float64 target (see "Not every loss promotes" above).
 # **On older releases the float64 target is not silent: it stops the training step; the cast in
 # the dataset is the fix on every release.**
 
@@ -224,8 +308,9 @@ assert shared[0, 0].item() == 100.0 and as_float32[0, 0].item() != 100.0
 # Takeaway
 # --------
 #
-# **NumPy arrays and Python floats reach the model as float64: a linear layer refuses them and a
-# loss silently computes in float64.**
+# **NumPy arrays and Python floats reach the model as float64: a linear layer refuses them, most
+# losses silently compute in float64, and a few (huber_loss, binary_cross_entropy, cross_entropy's
+# class weights) raise.**
 # Cast once where the data enters PyTorch (``torch.as_tensor(x, dtype=torch.float32)`` in the
 # dataset), and remember that ``torch.from_numpy`` shares memory with the array while
 # ``torch.tensor`` and a cast copy it.

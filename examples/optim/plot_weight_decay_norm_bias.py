@@ -22,7 +22,8 @@ Most training recipes leave biases and normalisation weights undecayed, with par
    :ref:`params-not-in-optimizer` (an optimizer holds parameter groups) and
    :ref:`backward-step-zero-grad` (gradients set to ``None``).
 
-Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`.
+Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`,
+:func:`~torch_pitfalls.expect_raises`.
 """
 
 # %%
@@ -34,10 +35,12 @@ Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_ev
 # To isolate what the decay does, every gradient is zero for 300 steps with a learning rate of
 # 0.03: the loss asks nothing of any parameter.
 # The normalisation biases start at 0.5, as if they had been learned.
+import inspect
+
 import torch
 from torch import nn
 
-from torch_pitfalls import get_device, seed_everything
+from torch_pitfalls import expect_raises, get_device, seed_everything
 
 seed_everything(0)
 device = get_device()
@@ -163,6 +166,34 @@ assert nn.Embedding(10, 4).weight.ndim == 2  # an embedding lands in the decayed
 # PyTorch refuses a parameter in two groups, but not one left out.
 # An embedding's weight is a matrix and lands in the decayed group; some recipes leave embeddings
 # undecayed too, which is a choice to make explicitly.
+#
+# Changed in PyTorch 2.12: ``bias=False`` for BatchNorm, InstanceNorm and GroupNorm
+# ---------------------------------------------------------------------------------
+#
+# A normalisation layer without a bias has one parameter less to leave undecayed.
+# :class:`~torch.nn.LayerNorm` has a ``bias`` argument on every release this page runs on;
+# the batch, instance and group normalisations have one since PyTorch 2.12
+# (`pull request #176573 <https://github.com/pytorch/pytorch/pull/176573>`_), and
+# ``nn.RMSNorm``, which has no bias, none:
+
+norm_layers = [nn.BatchNorm1d, nn.InstanceNorm1d, nn.GroupNorm, nn.LayerNorm, nn.RMSNorm]
+with_bias_argument = [
+    layer.__name__ for layer in norm_layers if "bias" in inspect.signature(layer).parameters
+]
+print("take bias=:", with_bias_argument)
+if torch.__version__ >= "2.12":
+    assert with_bias_argument == ["BatchNorm1d", "InstanceNorm1d", "GroupNorm", "LayerNorm"]
+    batch_norm = nn.BatchNorm1d(16, bias=False)
+    print("BatchNorm1d(16, bias=False) parameters:", [n for n, _ in batch_norm.named_parameters()])
+    assert batch_norm.bias is None and batch_norm.weight.ndim == 1
+else:  # PyTorch 2.11 and older
+    assert with_bias_argument == ["LayerNorm"]
+    with expect_raises(TypeError, "unexpected keyword argument 'bias'"):
+        nn.BatchNorm1d(16, bias=False)
+
+# %%
+# The rule on the number of dimensions needs no change: the normalisation weight that remains is
+# one-dimensional and stays in the group without decay.
 #
 # A real-world report
 # -------------------

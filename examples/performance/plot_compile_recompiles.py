@@ -28,7 +28,8 @@ Every compilation on this page uses a backend that works like ``backend="eager"`
 captures and guards the graph as usual, then the graph runs without generated code, so the page
 needs no C++ compiler and the counts are those of any backend.
 
-Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`.
+Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`,
+:func:`~torch_pitfalls.expect_raises`.
 """
 
 # %%
@@ -45,7 +46,7 @@ from contextlib import contextmanager
 import torch
 from torch import nn
 
-from torch_pitfalls import get_device, seed_everything
+from torch_pitfalls import expect_raises, get_device, seed_everything
 
 seed_everything(0)
 device = get_device()
@@ -108,8 +109,8 @@ else:  # the name before PyTorch 2.7, see "Changed in PyTorch 2.7" below
     limit = torch._dynamo.config.cache_size_limit
 if torch.__version__ >= "2.8":
     assert len(compilations) == limit == 8
-else:  # see "Changed in PyTorch 2.8" below (measured: 2 on PyTorch 2.6 and 2.7, 4 on 2.4)
-    assert len(compilations) == (2 if torch.__version__ >= "2.6" else 4) and limit == 8
+else:  # see "Changed in PyTorch 2.8" below (measured: 2 on PyTorch 2.5 to 2.7, 4 on 2.4)
+    assert len(compilations) == (2 if torch.__version__ >= "2.5" else 4) and limit == 8
 
 # %%
 # Eight compilations in twelve calls, then none, although the last four steps had new values
@@ -186,7 +187,7 @@ else:
 # Changed in PyTorch 2.8: integer attributes of modules are static again
 # ----------------------------------------------------------------------
 #
-# In PyTorch 2.6 and 2.7, Dynamo compiled ``forward`` once with ``self.step == 0``, and at the
+# In PyTorch 2.5 to 2.7, Dynamo compiled ``forward`` once with ``self.step == 0``, and at the
 # first new value compiled it again with ``self.step`` as a dynamic integer, which served every
 # later step: 2 compilations in all, without a hint and without reaching the limit (PyTorch 2.4
 # compiled 4 times).
@@ -257,7 +258,7 @@ if torch.__version__ >= "2.7":
 else:  # PyTorch 2.6 and older have no such setting; their default was close to it (see above)
     with_unspec, _ = count_compilations(model, set_int_step)
     print("compilations without the setting, which this release does not have:", with_unspec)
-    assert with_unspec == (2 if torch.__version__ >= "2.6" else 4)
+    assert with_unspec == (2 if torch.__version__ >= "2.5" else 4)
 
 # %%
 # A number passed as an *argument* is already treated that way, and ``dynamic=True`` makes it
@@ -275,9 +276,9 @@ as_dynamic_argument, _ = count_compilations(
     argument_model, lambda m, step: m(x, step), dynamic=True
 )
 print(f"compilations with step as an argument: {as_argument} | dynamic=True: {as_dynamic_argument}")
-if torch.__version__ >= "2.6":
+if torch.__version__ >= "2.5":
     assert as_argument == 2 and as_dynamic_argument == 1
-else:  # PyTorch 2.4 compiled more often here too (measured; 2.5 not measured)
+else:  # PyTorch 2.4 compiled more often here too (measured)
     assert as_argument == 4 and as_dynamic_argument == 3
 
 # %%
@@ -298,6 +299,66 @@ print("compilations for batch sizes 16, 16, 12, 16, 7:", by_default, "| with mar
 assert by_default == 2 and marked == 1
 
 # %%
+# Changed in PyTorch 2.12: a recompile limit for one ``torch.compile`` call
+# -------------------------------------------------------------------------
+#
+# ``torch._dynamo.config.recompile_limit`` applies to every compiled function of the process.
+# Since PyTorch 2.12, ``torch.compile(..., recompile_limit=N)`` sets the limit for what that one
+# call compiles, in place of the global setting
+# (`pull request #177936 <https://github.com/pytorch/pytorch/pull/177936>`_); older releases
+# refuse the argument.
+# With a limit of 3, the step counter above compiles 3 times in 6 steps:
+
+if torch.__version__ >= "2.12":
+    with dynamo_messages():  # the recompile-limit warning, not shown here
+        limited, _ = count_compilations(model, set_int_step, steps=6, recompile_limit=3)
+    print("compilations in 6 steps with recompile_limit=3:", limited)
+    assert limited == 3
+else:  # PyTorch 2.11 and older
+    with expect_raises(TypeError, "unexpected keyword argument 'recompile_limit'"):
+        torch.compile(model, backend="eager", recompile_limit=3)
+
+# %%
+# Changed in PyTorch 2.13: ``isolate_recompiles=True``
+# ----------------------------------------------------
+#
+# Compiled code is kept with the Python code it was compiled from, and so is the count that the
+# limit applies to.
+# Two ``torch.compile`` calls on the same module, or on the same function, therefore share one
+# budget: what the first one compiled counts against the second.
+# Since PyTorch 2.13, ``isolate_recompiles=True`` gives each call a cache and a count of its own
+# (`pull request #178351 <https://github.com/pytorch/pytorch/pull/178351>`_); older releases
+# refuse the argument.
+# Here the same module is compiled twice, and each compiled version is called for 6 steps:
+
+
+def compile_twice(**compile_options):
+    """Compile ``model`` twice, run each for 6 steps; the compilations of each."""
+    torch._dynamo.reset()
+    first, second = [], []
+    compiled_first = torch.compile(model, backend=counting_backend(first), **compile_options)
+    compiled_second = torch.compile(model, backend=counting_backend(second), **compile_options)
+    with dynamo_messages():  # the recompile-limit warning, not shown here
+        for compiled_module in (compiled_first, compiled_second):
+            for step in range(6):
+                set_int_step(compiled_module, step)
+    return len(first), len(second)
+
+
+if torch.__version__ >= "2.13":
+    shared, isolated = compile_twice(), compile_twice(isolate_recompiles=True)
+    print("compilations of the first and the second call, sharing the limit:", shared)
+    print("with isolate_recompiles=True:", isolated)
+    assert shared == (6, 2) and isolated == (6, 6)
+else:  # PyTorch 2.12 and older
+    with expect_raises(TypeError, "unexpected keyword argument 'isolate_recompiles'"):
+        torch.compile(model, backend="eager", isolate_recompiles=True)
+
+# %%
+# Sharing the limit of 8, the second compiled version compiled twice and ran its last 4 steps
+# uncompiled; with ``isolate_recompiles=True``, each compiled version compiled at each of its 6
+# steps.
+#
 # Compiled code lives in a global cache: ``torch._dynamo.reset()`` clears it, and the counts
 # above call it before each compilation so that none inherits another's cache.
 # We clear it once more, so that nothing compiled here stays behind:

@@ -184,34 +184,59 @@ assert torch.backends.cudnn.benchmark is False and torch.backends.cudnn.determin
 # **For reproducible GPU runs: seed everything, call use_deterministic_algorithms(True), and
 # leave cudnn.benchmark off.**
 #
+# Deterministic algorithms are often slower.
+# And they make runs repeat only where nothing else changes: PyTorch's `reproducibility notes
+# <https://docs.pytorch.org/docs/stable/notes/randomness.html>`_ guarantee nothing.
+# They say that completely reproducible results are not guaranteed across PyTorch releases,
+# individual commits or platforms, nor between CPU and GPU executions even with identical seeds,
+# and they list steps that *limit* the sources of nondeterminism for one platform, device and
+# release: the seeds, deterministic algorithms, the cuDNN flags, the DataLoader workers.
+# **Compare runs on the same hardware, with the same PyTorch, CUDA and libraries; on another GPU
+# or another release, other digits are within what PyTorch promises.**
+#
+# Changed in PyTorch 2.10: no ``CUBLAS_WORKSPACE_CONFIG`` for matrix products
+# ---------------------------------------------------------------------------
+#
 # Matrix products on a GPU used to need one more setting: in deterministic mode, PyTorch raised
-# for a matrix product unless the environment variable ``CUBLAS_WORKSPACE_CONFIG`` had been set
-# (to ``:4096:8`` or ``:16:8``) before the program started.
-# `Pull request #161749 <https://github.com/pytorch/pytorch/pull/161749>`_ (October 2025) removed
-# that requirement: PyTorch gives cuBLAS a workspace of its own for each handle and stream, which
-# cuBLAS documents as enough for reproducible results.
+# a RuntimeError for a matrix product unless the environment variable
+# ``CUBLAS_WORKSPACE_CONFIG`` had been set (to ``:4096:8`` or ``:16:8``) before the program
+# started.
+# `Pull request #161749 <https://github.com/pytorch/pytorch/pull/161749>`_ removed that check,
+# first released in PyTorch 2.10: PyTorch gives cuBLAS a workspace of its own for each handle and
+# stream, which cuBLAS documents as enough for reproducible results.
+# The same pull request took the variable out of the documentation of
+# :func:`torch.use_deterministic_algorithms`, which up to PyTorch 2.9 listed the operations that
+# raise without it; the installed PyTorch's documentation tells which side of the change it is on:
+
+names_the_variable = "CUBLAS_WORKSPACE_CONFIG" in torch.use_deterministic_algorithms.__doc__
+print(
+    "use_deterministic_algorithms' documentation names CUBLAS_WORKSPACE_CONFIG:", names_the_variable
+)
+assert names_the_variable == (torch.__version__ < "2.10")
+
+# %%
 # With an older PyTorch, set the variable before the first CUDA call.
-# With the PyTorch of this page, a matrix product runs in deterministic mode whatever the
-# variable says, and gives the same result twice:
+# With PyTorch 2.10 or newer, a matrix product runs in deterministic mode whatever the variable
+# says, and gives the same result twice:
 
 with cuda_section(device, "a matrix product in deterministic mode") as live:
     if live:
-        print("CUBLAS_WORKSPACE_CONFIG:", os.environ.get("CUBLAS_WORKSPACE_CONFIG"))
+        workspace_config = os.environ.get("CUBLAS_WORKSPACE_CONFIG")
+        print("CUBLAS_WORKSPACE_CONFIG:", workspace_config)
         matrix = torch.randn(64, 64, device=device)
         torch.use_deterministic_algorithms(True)
         try:
-            products = [matrix @ matrix for _ in range(2)]
+            if torch.__version__ < "2.10" and workspace_config not in (":4096:8", ":16:8"):
+                with expect_raises(RuntimeError, "CUBLAS_WORKSPACE_CONFIG"):
+                    matrix @ matrix
+            else:
+                products = [matrix @ matrix for _ in range(2)]
+                print("the product ran twice; same result:", torch.equal(*products))
+                assert torch.equal(*products)
         finally:
             torch.use_deterministic_algorithms(False)
-        print("the product ran twice; same result:", torch.equal(*products))
-        assert torch.equal(*products)
 
 # %%
-# Deterministic algorithms are often slower, and PyTorch's `reproducibility notes
-# <https://docs.pytorch.org/docs/stable/notes/randomness.html>`_ promise results that repeat on
-# the same hardware and software only: another GPU model, another PyTorch or CUDA version may
-# still give other digits.
-#
 # A real-world report: "switching to use_deterministic_algorithms breaks runs"
 # ----------------------------------------------------------------------------
 #
@@ -233,5 +258,5 @@ with cuda_section(device, "a matrix product in deterministic mode") as live:
 # run-dependent order (atomic additions on a GPU) and cuDNN's benchmark mode change results
 # between runs with the same seed.**
 # For a reproducible run, seed everything, call ``torch.use_deterministic_algorithms(True)``
-# (with ``CUBLAS_WORKSPACE_CONFIG=:4096:8`` on a GPU with a PyTorch older than the change above),
+# (with ``CUBLAS_WORKSPACE_CONFIG=:4096:8`` on a GPU with a PyTorch older than 2.10),
 # keep ``cudnn.benchmark`` off, and replace or allow the operations it reports.

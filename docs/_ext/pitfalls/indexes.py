@@ -375,8 +375,12 @@ def registry_problems(places: dict[tuple[str, str], list[Printed]]) -> list[str]
 
 
 def page_slug(docname: str) -> str:
-    """The slug of a gallery page, from its docname."""
-    return catalog.slug_of(docname)
+    """The slug of a gallery page, from its docname; another document's name as it is.
+
+    >>> page_slug("auto_examples/autograd/plot_retain_graph"), page_slug("detectors")
+    ('retain-graph', 'detectors')
+    """
+    return catalog.slug_of(docname) or docname
 
 
 def check(app, env) -> None:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from .common import GLOSSARY, split_variants
 
 
@@ -152,7 +154,9 @@ def rules_directive():
 
             from .common import language_of
 
-            self.env.note_dependency(rules.__file__)
+            # The registry, and each rule's module when the registry is a package of them.
+            for path in [rules.__file__, *Path(rules.__file__).parent.glob("tp*.py")]:
+                self.env.note_dependency(str(path))
             language = language_of(self.config)
             std = self.env.get_domain("std")
             rows = []

@@ -83,11 +83,27 @@ class Symptom:
         id: stable id (``"loss-nan"``), the anchor of its section.
         title: what the reader sees, in English (the Chinese is in the symptom page's catalog).
         pages: the slugs of the pages that explain it, in reading order.
+        group: the id of the :class:`SymptomGroup` it is listed under, or ``""``.
     """
 
     id: str
     title: str
     pages: tuple[str, ...]
+    group: str = ""
+
+
+@dataclass(frozen=True)
+class SymptomGroup:
+    """A heading of the symptom index, grouping symptoms as readers think of them (the loss,
+    memory, speed, results that change …).
+
+    Attributes:
+        id: stable id (``"memory"``), the anchor of its section.
+        title: the heading, in English (the Chinese is in the symptom page's catalog).
+    """
+
+    id: str
+    title: str
 
 
 @dataclass(frozen=True)
@@ -116,12 +132,12 @@ class Page:
 
     @property
     def stem(self) -> str:
-        """The example's file name without ``.py``: ``plot_<slug with underscores>``."""
+        """The example's file name without ``.py`` (``plot_<slug with underscores>``)."""
         return stem(self.slug)
 
     @property
     def docname(self) -> str:
-        """The Sphinx document name of the page: ``auto_examples/<topic>/<stem>``."""
+        """The Sphinx document name of the page (``auto_examples/<topic>/<stem>``)."""
         return f"{GALLERY}/{self.topic}/{self.stem}"
 
     def example(self, examples: Path) -> Path:
@@ -131,9 +147,13 @@ class Page:
 
 @dataclass(frozen=True)
 class Catalog:
+    """A catalog read by :func:`parse`: its topics, pages (in reading order), symptoms and the
+    symptom index's headings."""
+
     topics: tuple[Topic, ...]
     pages: tuple[Page, ...]
     symptoms: tuple[Symptom, ...]
+    symptom_groups: tuple[SymptomGroup, ...] = ()
 
 
 def stem(slug: str) -> str:
@@ -171,7 +191,17 @@ def parse(text: str, source: str = "pages.toml") -> Catalog:
     topics = tuple(Topic(t["name"], t["colour"], t["sign"]) for t in data.get("topics", ()))
     names = [t.name for t in topics]
     problems += [f"topic {n!r} is declared twice" for n in set(names) if names.count(n) > 1]
+    groups = tuple(SymptomGroup(g["id"], g["title"]) for g in data.get("symptom_groups", ()))
+    group_ids = [g.id for g in groups]
+    problems += [
+        f"symptom group {g!r} is declared twice" for g in set(group_ids) if group_ids.count(g) > 1
+    ]
     symptom_ids = [s["id"] for s in data.get("symptoms", ())]
+    problems += [
+        f"symptom {s['id']!r}: group {s['group']!r} is not a [[symptom_groups]]"
+        for s in data.get("symptoms", ())
+        if s.get("group") and s["group"] not in group_ids
+    ]
     problems += [
         f"symptom {s!r} is declared twice" for s in set(symptom_ids) if symptom_ids.count(s) > 1
     ]
@@ -210,10 +240,15 @@ def parse(text: str, source: str = "pages.toml") -> Catalog:
     order = {name: i for i, name in enumerate(names)}
     pages.sort(key=lambda p: order[p.topic])  # stable: file order within a topic
     symptoms = tuple(
-        Symptom(s["id"], s["title"], tuple(p.slug for p in pages if s["id"] in p.symptoms))
+        Symptom(
+            s["id"],
+            s["title"],
+            tuple(p.slug for p in pages if s["id"] in p.symptoms),
+            s.get("group", ""),
+        )
         for s in data.get("symptoms", ())
     )
-    return Catalog(topics, tuple(pages), symptoms)
+    return Catalog(topics, tuple(pages), symptoms, groups)
 
 
 @functools.cache
@@ -241,6 +276,11 @@ def slugs() -> tuple[str, ...]:
 def symptoms() -> tuple[Symptom, ...]:
     """The symptom index's entries, in its order."""
     return load().symptoms
+
+
+def symptom_groups() -> tuple[SymptomGroup, ...]:
+    """The symptom index's headings, in its order."""
+    return load().symptom_groups
 
 
 @functools.cache

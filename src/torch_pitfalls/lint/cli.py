@@ -1,0 +1,219 @@
+"""The command line, ``python -m torch_pitfalls.lint``: options, ``--statistics``, ``--explain``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterable
+
+from torch_pitfalls import rules
+from torch_pitfalls.lint.check import (
+    PARSE_ERROR,
+    READ_ERROR,
+    Finding,
+    _active_rules,
+    _static_ids,
+    check_paths,
+    static_ids,
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command line, ``python -m torch_pitfalls.lint``; returns the exit status.
+
+    Prints one line per finding, ``path:line:col: ID message → URL`` (``path:cell N:line:col:
+    ...`` in a notebook), sorted by path, cell, line and column (:func:`check_paths`); with
+    ``--statistics``, the counts per rule and per path instead (:func:`statistics`).
+
+    Args:
+        argv: the arguments, without the program name; by default ``sys.argv[1:]``.
+
+    Returns:
+        0 when nothing was found, 1 when something was, 2 when a file could not be read or parsed
+        (its ``E902`` / ``E999`` line is printed with the others).
+
+    Raises:
+        SystemExit: with status 2, on a usage error (an unknown or runtime-only id, an unknown
+            language, no path), after printing the reason; with status 0 for ``--help``.
+    """
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.explain is not None:
+        try:
+            text = rules.explain(args.explain.strip().upper(), language=args.language)
+        except (KeyError, ValueError) as error:
+            parser.error(str(error).strip("'\""))
+        if hasattr(sys.stdout, "reconfigure"):
+            sys.stdout.reconfigure(errors="backslashreplace")
+        print(text)
+        return 0
+    if not args.paths:
+        parser.error("the following arguments are required: PATH")
+    try:
+        language = rules.resolve_language(args.language)
+    except ValueError as error:  # the environment variable names another language
+        parser.error(str(error))
+    options = {
+        "select": args.select,
+        "ignore": args.ignore or (),
+        "enable": args.enable or (),
+        "language": language,
+        "base_url": args.base_url,
+    }
+    if args.statistics:
+        by_path = {path: check_paths(path, **options) for path in dict.fromkeys(args.paths)}
+        findings = [finding for found in by_path.values() for finding in found]
+    else:
+        findings = check_paths(args.paths, **options)
+    if hasattr(sys.stdout, "reconfigure"):  # "→" and Chinese on a console that cannot show them
+        sys.stdout.reconfigure(errors="backslashreplace")
+    if args.statistics:
+        active = _active_rules(args.select, args.ignore or (), args.enable or ())
+        print(statistics(by_path, active, language=language))
+    else:
+        for finding in findings:
+            print(finding)
+    if any(f.rule in (PARSE_ERROR, READ_ERROR) for f in findings):
+        return 2
+    return 1 if findings else 0
+
+
+def statistics(
+    by_path: dict[str, list[Finding]], active: Iterable[str], *, language: str | None = None
+) -> str:
+    """The text ``--statistics`` prints: findings counted per rule, and per path.
+
+    One line per active rule, in id order, zeros included (``count  ID  title``), then a line
+    for each error id found (``E999``, ``E902``: files not checked) and the total; with more
+    than one path, a table of counts per path follows (one column per id above).
+
+    Args:
+        by_path: each path given, with the findings of :func:`check_paths` for it (a file
+            reached through two of the paths counts under each).
+        active: the rule ids that ran (their counts are printed even when 0).
+        language: language of the titles (as for :func:`check_source`).
+
+    Returns:
+        The text, lines joined with ``"\\n"``, no final newline.
+
+    Raises:
+        KeyError: an id of ``active`` is not a rule's.
+        ValueError: ``language`` is not a site language.
+
+    >>> found = {"src": [Finding("src/a.py", 3, 5, "TP103", "...")]}
+    >>> print(statistics(found, ["TP101", "TP103"], language="en"))
+        0  TP101  softmax output passed to cross-entropy or NLL
+        1  TP103  training loop that never clears gradients
+        1         total
+    """
+    language = rules.resolve_language(language)
+    counts: dict[str, dict[str, int]] = {}
+    for path, found in by_path.items():
+        for finding in found:
+            counts.setdefault(finding.rule, {}).setdefault(path, 0)
+            counts[finding.rule][path] += 1
+    errors = sorted(i for i in counts if i in (PARSE_ERROR, READ_ERROR))
+    ids = [*sorted(set(active)), *errors]
+    titles = {PARSE_ERROR: _ERROR_TITLES[PARSE_ERROR], READ_ERROR: _ERROR_TITLES[READ_ERROR]}
+    total = 0
+    lines = []
+    for rule_id in ids:
+        count = sum(counts.get(rule_id, {}).values())
+        total += count
+        title = titles.get(rule_id) or rules.rule(rule_id).title[language]
+        lines.append(f"{count:>5}  {rule_id:<5}  {title}")
+    lines.append(f"{total:>5}         total")
+    if len(by_path) > 1:
+        width = max(len(path) for path in by_path)
+        lines += ["", f"{'path':<{width}}  " + "  ".join(f"{i:>5}" for i in ids)]
+        for path in by_path:
+            cells = "  ".join(f"{counts.get(i, {}).get(path, 0):>5}" for i in ids)
+            lines.append(f"{path:<{width}}  {cells}")
+    return "\n".join(lines)
+
+
+_ERROR_TITLES = {
+    PARSE_ERROR: "files that could not be parsed (not checked)",
+    READ_ERROR: "files that could not be read (not checked)",
+}
+
+
+# The command line ----------------------------------------------------------------------------
+
+
+def _id_list(value: str) -> frozenset[str]:
+    """An argparse type: comma-separated static rule ids (``ALL``: every static rule)."""
+    ids = [part.strip().upper() for part in value.split(",") if part.strip()]
+    if "ALL" in ids:  # as ruff's --select ALL
+        ids = [i for i in ids if i != "ALL"] + list(static_ids())
+    try:
+        return _static_ids(ids, "rule id")
+    except (KeyError, ValueError) as error:
+        raise argparse.ArgumentTypeError(error.args[0]) from None
+
+
+def _language(value: str) -> str:
+    """An argparse type: a language as :func:`torch_pitfalls.catalog.resolve_language` reads it."""
+    try:
+        if not value.strip():  # resolve_language would take the environment's instead
+            raise ValueError(f"language must be one of {rules.LANGUAGES}, got {value!r}")
+        return rules.resolve_language(value)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def rule_listing(kind: str | None = "lint", language: str = "en") -> str:
+    """One line per rule, ``  ID  title``, from the rule modules (every rule with ``kind=None``)."""
+    return "\n".join(
+        f"  {r.id}  {r.title[language]}" + ("" if r.default else " (opt-in)")
+        for r in rules.RULES
+        if kind is None or r.kind == kind
+    )
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m torch_pitfalls.lint",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Find PyTorch pitfalls in Python files, without running them.\n\n"
+        f"rules (--explain ID for one's documentation):\n{rule_listing('lint')}\n\n"
+        "runtime rules, of python -m torch_pitfalls.guards (not run here):\n"
+        + "\n".join(line for line in rule_listing(None).splitlines() if "  TP0" in line),
+        epilog="Exit status: 0 nothing found, 1 findings, 2 usage error or a file that could not "
+        "be read or parsed. Suppress a finding with '# noqa: ID' on its line.",
+    )
+    parser.add_argument(
+        "--explain",
+        metavar="ID",
+        help="print the documentation of a rule (of either kind) and exit",
+    )
+    parser.add_argument("paths", nargs="*", metavar="PATH", help="files, or folders to search")
+    parser.add_argument(
+        "--select",
+        type=_id_list,
+        metavar="IDS",
+        help="run only these rules (comma-separated; ALL: every rule, opt-in ones included)",
+    )
+    parser.add_argument("--ignore", type=_id_list, metavar="IDS", help="do not run these rules")
+    parser.add_argument(
+        "--enable", type=_id_list, metavar="IDS", help="also run these opt-in rules (TP104)"
+    )
+    parser.add_argument(
+        "--statistics",
+        action="store_true",
+        help="print the number of findings of each rule (and of each PATH, when several are "
+        "given) instead of the findings",
+    )
+    parser.add_argument(
+        "--language",
+        type=_language,
+        metavar="LANG",
+        help=f"language of messages and URLs: {' or '.join(rules.LANGUAGES)}, or another "
+        f"spelling of them such as zh or zh-CN (default: ${rules.LANGUAGE_ENV}, then the locale)",
+    )
+    parser.add_argument(
+        "--base-url",
+        metavar="URL",
+        help=f"site of the pages (default: ${rules.BASE_URL_ENV}, else {rules.BASE_URL})",
+    )
+    return parser
