@@ -149,12 +149,15 @@ def merge(app, env, docnames, other) -> None:
 
 
 def indexes_last(app, env, docnames) -> None:
-    """Read the two index pages after every other page: they list what the others printed."""
+    """Read the two index pages after every other page: they list what the others printed. They
+    are read whenever another page is (or they changed themselves); a build that reads no page
+    reads neither."""
+    others = [name for name in docnames if name not in (ERROR_INDEX, SYMPTOM_INDEX)]
     for name in (ERROR_INDEX, SYMPTOM_INDEX):
-        if name in env.found_docs and name not in docnames:
-            docnames.append(name)
-        elif name in docnames:
+        outdated = name in docnames
+        if outdated:
             docnames.remove(name)
+        if name in env.found_docs and (outdated or others):
             docnames.append(name)
 
 
