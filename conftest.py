@@ -1,5 +1,5 @@
-"""Sybil: the doctests of the docs pages (MyST ``python`` blocks), of the helpers' docstrings and
-of the build glue's (``docs/_ext``)."""
+"""Sybil: the doctests of the docs pages (MyST ``python`` blocks), of the helpers' docstrings, of
+the docs extension's (``docs/_ext/pitfalls``) and of the scripts' (``tools``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from sybil import Sybil
 from sybil.parsers import myst, rest
 from sybil.sybil import SybilCollection
 
-# The build glue imports its modules by name, as docs/conf.py does.
+# The docs extension, importable as ``pitfalls`` as docs/conf.py makes it (``tools`` is importable
+# from the repository root, this file's folder, which pytest puts on the path).
 sys.path.insert(0, str(Path(__file__).resolve().parent / "docs" / "_ext"))
 
 OPTIONS = ELLIPSIS | NORMALIZE_WHITESPACE
@@ -31,7 +32,9 @@ pytest_collect_file = SybilCollection(
             excludes=["_build/*"],
         ),
         Sybil(parsers=PYTHON_DOCSTRINGS, patterns=["*.py"], path="src"),
-        # The build glue's docstrings (docs/_ext: inventory shapes, link checks, bigrams).
+        # The docs extension's docstrings (bigrams, glossary cells, message heads) and the
+        # scripts' (link shapes, published address).
         Sybil(parsers=PYTHON_DOCSTRINGS, patterns=["*.py"], path="docs/_ext"),
+        Sybil(parsers=PYTHON_DOCSTRINGS, patterns=["*.py"], path="tools"),
     ]
 ).pytest()

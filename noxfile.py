@@ -26,6 +26,9 @@ BUILD = DOCS / "_build"
 HTML = BUILD / "html"
 LANGUAGES = ["en", "zh_CN"]  # English first: it runs the examples, Chinese reuses their outputs
 SPHINX = ["sphinx-build", "-W", "--keep-going", "-n", "-q"]
+#: The scripts of tools/ run as modules from the repository root; those run outside the project's
+#: environments find its (standard-library-only) catalog through this path.
+SOURCES = {"PYTHONPATH": str(ROOT / "src")}
 PYTHON = "3.11"
 
 
@@ -101,7 +104,7 @@ def reproducible(session: nox.Session) -> None:
     python = ROOT / ".nox" / "docs" / "bin" / "python"
     if not python.exists():
         session.error("run `nox -s docs` first: this check reuses its environment and its outputs")
-    session.run(str(python), str(DOCS / "_ext" / "reproducible.py"), external=True)
+    session.run(str(python), "-m", "tools.reproducible", external=True)
 
 
 @nox.session(python=PYTHON)
@@ -111,12 +114,12 @@ def bench(session: nox.Session) -> None:
     detectors' measurements."""
     install(session, "docs")
     session.install(*optional_dependencies("tests"))
-    session.run("python", str(DOCS / "_ext" / "bench.py"), *session.posargs)
+    session.run("python", "-m", "tools.bench", *session.posargs)
 
 
 @nox.session(venv_backend="none")
 def releases(session: nox.Session) -> None:
-    """Run every example on each PyTorch release of docs/_ext/releases.py; record the outputs.
+    """Run every example on each PyTorch release of tools/releases.py; record the outputs.
 
     Not part of CI nor of ``nox -s bench``: each release is a fresh environment of 5–7.5 GB
     (downloaded, then deleted) in a temporary folder. Writes docs/release_recordings/<slug>.json
@@ -129,7 +132,7 @@ def releases(session: nox.Session) -> None:
     (one <release>.json per release) and deletes them.
     """
     session.run(
-        "nice", "python3", str(DOCS / "_ext" / "releases.py"), *session.posargs, external=True
+        "nice", "python3", "-m", "tools.releases", *session.posargs, external=True, env=SOURCES
     )
 
 
@@ -138,7 +141,7 @@ def tests(session: nox.Session) -> None:
     """Run every example on every available device, the doctests, the helper and catalog tests."""
     install(session, "tests")
     session.run("pytest", "--ignore=tests/browser", *session.posargs, env={"MPLBACKEND": "Agg"})
-    session.run("python", str(DOCS / "_ext" / "catalogs.py"))
+    session.run("python", "-m", "tools.catalogs")
 
 
 @nox.session(python=PYTHON)
@@ -150,15 +153,17 @@ def browser(session: nox.Session) -> None:
     """
     session.install(*optional_dependencies("browser"))
     # --confcutdir: the other tests' conftest files (torch, sybil) are not needed here.
-    session.run("pytest", "--confcutdir=tests/browser", "tests/browser", *session.posargs)
-    session.run("python", str(DOCS / "_ext" / "linkcheck.py"), str(HTML))
+    session.run(
+        "pytest", "--confcutdir=tests/browser", "tests/browser", *session.posargs, env=SOURCES
+    )
+    session.run("python", "-m", "tools.linkcheck", str(HTML))
 
 
 @nox.session(python=PYTHON)
 def translations(session: nox.Session) -> None:
     """Check the Chinese catalogs and print per-page translation progress."""
     install(session, "tests")
-    session.run("python", str(DOCS / "_ext" / "catalogs.py"), success_codes=[0, 1])
+    session.run("python", "-m", "tools.catalogs", success_codes=[0, 1])
     session.run("pytest", "tests/test_translations.py", *session.posargs)
 
 
@@ -229,8 +234,8 @@ def i18n(session: nox.Session) -> None:
         "zh_CN",
         "-d",
         str(DOCS / "locale"),
-        "-w",
-        "0",
     )
-    # A message changed beyond sphinx-intl's fuzzy matching keeps its old translation, as fuzzy.
-    session.run("python", str(DOCS / "_ext" / "catalogs.py"), "--carry-over")
+    # A message changed beyond sphinx-intl's fuzzy matching keeps its old translation, as fuzzy;
+    # and every catalog is written in the one form of the catalogs, polib's (lines wrapped at 78
+    # columns), whatever width sphinx-intl wrote it with.
+    session.run("python", "-m", "tools.catalogs", "--carry-over")

@@ -12,11 +12,11 @@ from pathlib import Path
 
 DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
-sys.path.insert(0, str(DOCS / "_ext"))
+# The extension (docs/_ext/pitfalls) and the scripts it reads (tools/, at the repository root).
+sys.path[:0] = [str(DOCS / "_ext"), str(ROOT)]
 
-import pictures  # noqa: E402
-import pitfalls_sphinx  # noqa: E402
 import torch  # noqa: E402
+from pitfalls import figures, gallery, inventory  # noqa: E402
 
 from torch_pitfalls import environment_report  # noqa: E402
 
@@ -32,11 +32,7 @@ extensions = [
     "sphinx.ext.intersphinx",
     "sphinx_gallery.gen_gallery",
     "sphinx_copybutton",
-    "pitfalls_sphinx",
-    "finding",
-    "take_home",
-    "pictures",
-    "release_matrix",  # the "Across releases" tables, from docs/release_recordings
+    "pitfalls",  # docs/_ext/pitfalls: every part of the site's own build glue
 ]
 
 exclude_patterns = [
@@ -62,9 +58,9 @@ nitpicky = True
 intersphinx_mapping = {
     "python": ("https://docs.python.org/3.11/", str(DOCS / "_inventories" / "python.inv")),
     "torch": (
-        pitfalls_sphinx.TORCH_DOCS,
+        inventory.TORCH_DOCS,
         str(
-            pitfalls_sphinx.compile_inventory(
+            inventory.compile_inventory(
                 DOCS / "_inventories" / "torch.txt", DOCS / "_build" / "inventories" / "torch.inv"
             )
         ),
@@ -94,7 +90,7 @@ myst_heading_anchors = 3
 nb_execution_mode = "cache"
 _environment = environment_report()  # the versions and the device, read once per build
 _cache_key = hashlib.sha256(
-    (pitfalls_sphinx.inputs_digest() + repr(sorted(_environment.items()))).encode()
+    (gallery.inputs_digest() + repr(sorted(_environment.items()))).encode()
 ).hexdigest()[:16]
 nb_execution_cache_path = str(DOCS / "_build" / "jupyter_cache" / _cache_key)
 nb_execution_timeout = 120
@@ -107,18 +103,18 @@ sphinx_gallery_conf = {
     "examples_dirs": str(ROOT / "examples"),
     "gallery_dirs": "auto_examples",
     "filename_pattern": r"/plot_",
-    "subsection_order": "pitfalls_sphinx.topic_order",
-    "within_subsection_order": "pitfalls_sphinx.CatalogOrder",
+    "subsection_order": "pitfalls.gallery.topic_order",
+    "within_subsection_order": "pitfalls.gallery.CatalogOrder",
     "download_all_examples": True,
     "remove_config_comments": True,
-    "reset_modules": ("matplotlib", "pitfalls_sphinx.reset_example"),
+    "reset_modules": ("matplotlib", "pitfalls.gallery.reset_example"),
     "show_memory": False,
     "show_api_usage": False,
     "min_reported_time": 10**9,  # run times vary: keep them out of the pages (and the catalogs)
     "write_computation_times": False,
-    # The downloads offered on the pages are written by docs/_ext/take_home.py, in the page's
-    # language, with the helper package's install line first.
-    "image_scrapers": (pictures.FigureScraper(),),
+    # The downloads offered on the pages are written by docs/_ext/pitfalls/downloads.py, in the
+    # page's language, with the helper package's install line first.
+    "image_scrapers": (figures.FigureScraper(),),
     "line_numbers": False,
     "plot_gallery": "True",
     "abort_on_example_error": False,

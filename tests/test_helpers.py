@@ -202,6 +202,34 @@ def test_compare_times_validates_and_orders():
         compare_times(lambda: None, lambda: None, num_threads=0)
 
 
+def test_compare_times_enters_each_context_around_its_timings_only():
+    import contextlib
+
+    inside = []
+    entered = [0, 0]
+
+    def context(i):
+        @contextlib.contextmanager
+        def enter():
+            entered[i] += 1
+            inside.append(i)
+            yield
+            inside.pop()
+
+        return enter
+
+    def fn(i):
+        return lambda: assert_inside(i)
+
+    def assert_inside(i):
+        assert inside == [i]
+
+    compare_times(fn(0), fn(1), rounds=3, contexts=[context(0), context(1)])
+    assert entered == [4, 4]  # the calibration, then one timing per round
+    with pytest.raises(TypeError):
+        compare_times(lambda: None, lambda: None, contexts=[contextlib.nullcontext])
+
+
 def test_compare_times_measures_again_until_expect_holds():
     verdicts = iter([False, True])
     seen = []

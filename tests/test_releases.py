@@ -20,15 +20,13 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 
 import pytest
+from pitfalls import releases_section as release_matrix
+
+from tools import releases
 
 from .conftest import ROOT, all_slugs, example_path
-
-sys.path.insert(0, str(ROOT / "docs" / "_ext"))
-import release_matrix  # noqa: E402
-import releases  # noqa: E402
 
 ORDER = sorted(releases.RELEASES, key=releases.release_key)
 #: slug -> release -> entry, from every docs/release_recordings/<slug>.json.
@@ -128,7 +126,7 @@ def test_no_recording_names_a_page_or_release_that_no_longer_exists():
     legacy = [path.name for path in releases.legacy_files()]
     assert not legacy, (
         f"recordings of the earlier layout: {legacy}: merge them with "
-        "`python docs/_ext/releases.py --from-legacy docs/release_recordings/<release>.json ...`"
+        "`python -m tools.releases --from-legacy docs/release_recordings/<release>.json ...`"
     )
 
 
@@ -163,7 +161,7 @@ def test_recordings_hold_their_provenance_and_compare_with_the_reference():
             else:
                 assert page["differs"] == releases.differences(
                     page["output"], reference["output"]
-                ), f"{label}/{slug}: run `python docs/_ext/releases.py --rediff`"
+                ), f"{label}/{slug}: run `python -m tools.releases --rediff`"
 
 
 def adjacent_releases(version: str) -> tuple[str, str] | None:
@@ -182,7 +180,7 @@ def adjacent_releases(version: str) -> tuple[str, str] | None:
     previous = f"{major}.{minor - 1}"
     assert version in releases.RELEASES and previous in releases.RELEASES, (
         f"'Changed in PyTorch {version}': PyTorch {previous} and {version} must both be listed "
-        "in RELEASES (docs/_ext/releases.py) and recorded, so that two adjacent releases bracket "
+        "in RELEASES (tools/releases.py) and recorded, so that two adjacent releases bracket "
         "the change"
     )
     return previous, version

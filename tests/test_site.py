@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import re
 import shutil
-import sys
 import zlib
 
 import pytest
+from pitfalls import gallery, inventory, search
 
 from .conftest import ROOT, all_slugs, example_path
-
-sys.path.insert(0, str(ROOT / "docs" / "_ext"))
-import pitfalls_sphinx  # noqa: E402
 
 
 def readme_commands() -> list[str]:
@@ -31,7 +28,7 @@ def test_readme_names_two_commands_and_ci_runs_them():
 
 
 def test_torch_inventory_compiles(tmp_path):
-    target = pitfalls_sphinx.compile_inventory(
+    target = inventory.compile_inventory(
         ROOT / "docs" / "_inventories" / "torch.txt", tmp_path / "torch.inv"
     )
     assert target.read_bytes().startswith(b"# Sphinx inventory version 2")
@@ -53,36 +50,36 @@ def test_a_torch_inventory_line_of_the_wrong_shape_is_refused(tmp_path, line, pr
     source = tmp_path / "torch.txt"
     source.write_text(line + "\n")
     with pytest.raises(ValueError, match=problem):
-        pitfalls_sphinx.compile_inventory(source, tmp_path / "torch.inv")
+        inventory.compile_inventory(source, tmp_path / "torch.inv")
 
 
 def test_a_changed_helper_reruns_every_example(tmp_path, monkeypatch):
-    gallery = tmp_path / "auto_examples"
-    (gallery / "autograd").mkdir(parents=True)
-    checksum = gallery / "autograd" / "plot_x.py.md5"
-    monkeypatch.setattr(pitfalls_sphinx, "GALLERY_DIR", gallery)
-    monkeypatch.setattr(pitfalls_sphinx, "STAMP", gallery / ".inputs.sha256")
+    folder = tmp_path / "auto_examples"
+    (folder / "autograd").mkdir(parents=True)
+    checksum = folder / "autograd" / "plot_x.py.md5"
+    monkeypatch.setattr(gallery, "GALLERY_DIR", folder)
+    monkeypatch.setattr(gallery, "STAMP", folder / ".inputs.sha256")
     digest = ["helpers v1"]
-    monkeypatch.setattr(pitfalls_sphinx, "inputs_digest", lambda: digest[0])
+    monkeypatch.setattr(gallery, "inputs_digest", lambda: digest[0])
 
     checksum.write_text("abc")
-    assert pitfalls_sphinx.invalidate_stale_examples()  # first build: no stamp yet
+    assert gallery.invalidate_stale_examples()  # first build: no stamp yet
     checksum.write_text("abc")  # sphinx-gallery writes it again after running the example
-    assert not pitfalls_sphinx.invalidate_stale_examples()  # second language: nothing changed
+    assert not gallery.invalidate_stale_examples()  # second language: nothing changed
     assert checksum.exists()
     digest[0] = "helpers v2"  # a helper in src/ was edited
-    assert pitfalls_sphinx.invalidate_stale_examples()
+    assert gallery.invalidate_stale_examples()
     assert not checksum.exists()  # sphinx-gallery will re-run the example
 
 
 def test_inputs_digest_follows_the_helper_sources(tmp_path, monkeypatch):
     shutil.copytree(ROOT / "src", tmp_path / "src")
-    monkeypatch.setattr(pitfalls_sphinx, "ROOT", tmp_path)
-    first = pitfalls_sphinx.inputs_digest()
-    assert first == pitfalls_sphinx.inputs_digest()
+    monkeypatch.setattr(gallery, "ROOT", tmp_path)
+    first = gallery.inputs_digest()
+    assert first == gallery.inputs_digest()
     helper = tmp_path / "src" / "torch_pitfalls" / "measure.py"
     helper.write_text(helper.read_text() + "\n# edited\n")
-    assert pitfalls_sphinx.inputs_digest() != first
+    assert gallery.inputs_digest() != first
 
 
 CHANGED = re.compile(r"^# Changed in PyTorch (\d+\.\d+(?:\.\d+)?)", re.M)
@@ -119,7 +116,7 @@ def test_gallery_thumbnails_are_translated():
         '<div class="sphx-glr-thumbnail-title">requires_grad propagates</div>'
         '<div class="sphx-glr-thumbnail-title">Not translated yet</div>'
     )
-    out = pitfalls_sphinx.translate_thumbnails(raw, table)
+    out = gallery.translate_thumbnails(raw, table)
     assert 'tooltip="这是一页。"' in out
     assert ">requires_grad 会传播<" in out
     assert ">Not translated yet<" in out
@@ -141,43 +138,42 @@ def test_thumbnail_table_is_read_once_per_state_of_the_catalogs(tmp_path):
         os.utime(path, ns=(mtime_ns, mtime_ns))
 
     write("这是一页。", 10**18)
-    first = pitfalls_sphinx.thumbnail_translations(tmp_path)
+    first = gallery.thumbnail_translations(tmp_path)
     assert first == {"It's a page.": "这是一页。"}
-    assert pitfalls_sphinx.thumbnail_translations(tmp_path) is first  # cached
+    assert gallery.thumbnail_translations(tmp_path) is first  # cached
     write("这是另一页。", 2 * 10**18)  # a changed catalog is read again
-    assert pitfalls_sphinx.thumbnail_translations(tmp_path) == {"It's a page.": "这是另一页。"}
+    assert gallery.thumbnail_translations(tmp_path) == {"It's a page.": "这是另一页。"}
 
 
 def test_thumbnail_text_is_reduced_like_sphinx_gallery():
-    plain = pitfalls_sphinx._plain
+    plain = gallery._plain
     assert plain("用 :meth:`~torch.Tensor.backward` 计算") == "用 backward 计算"
     assert plain("一步：:meth:`~torch.Tensor.backward`\\ 计算") == "一步：backward计算"
     assert plain("Use ``x`` and **bold**") == "Use x and bold"
 
 
 def test_chinese_queries_are_split_into_bigrams():
-    assert pitfalls_sphinx.cjk_bigrams("梯度累积") == ["梯度", "度累", "累积"]
-    assert pitfalls_sphinx.cjk_bigrams("计算图 backward") == ["计算", "算图"]
-    assert pitfalls_sphinx.cjk_bigrams("用") == ["用"]
+    assert search.cjk_bigrams("梯度累积") == ["梯度", "度累", "累积"]
+    assert search.cjk_bigrams("计算图 backward") == ["计算", "算图"]
+    assert search.cjk_bigrams("用") == ["用"]
 
 
 def test_read_the_docs_publishes_the_build_root_where_the_detectors_link():
     """.readthedocs.yaml checks the serving address first, then uploads docs/_build/html as the
     site's root."""
-    import published_url
-
-    from torch_pitfalls import rules
+    from tools import published_url
+    from torch_pitfalls import catalog
 
     steps = (ROOT / ".readthedocs.yaml").read_text(encoding="utf-8").split("html:", 1)[1]
     commands = [line.strip().removeprefix("- ") for line in steps.splitlines() if line.strip()]
-    assert commands[0] == "python docs/_ext/published_url.py"
+    assert commands[0] == "PYTHONPATH=src python -m tools.published_url"
     assert commands[-1] == "cp -r docs/_build/html/. $READTHEDOCS_OUTPUT/html/"
-    assert published_url.mismatch(rules.BASE_URL + "/", rules.BASE_URL) is None
-    assert published_url.mismatch(rules.BASE_URL + "/en/latest/", rules.BASE_URL)
+    assert published_url.mismatch(catalog.BASE_URL + "/", catalog.BASE_URL) is None
+    assert published_url.mismatch(catalog.BASE_URL + "/en/latest/", catalog.BASE_URL)
 
 
 def test_the_offline_link_check_fails_on_a_placeholder_and_a_bare_url(tmp_path, capsys):
-    import linkcheck
+    from tools import linkcheck
 
     page = tmp_path / "en" / "page.html"
     page.parent.mkdir()
@@ -194,11 +190,11 @@ def test_the_offline_link_check_fails_on_a_placeholder_and_a_bare_url(tmp_path, 
     assert "4 external links" in out and "2  docs.pytorch.org" in out and "2  github.com" in out
 
 
-# -- Finding the page: docs/_ext/finding.py (the records are tested in tests/test_catalog.py) --
+# -- Finding the page: docs/_ext/pitfalls/indexes.py (records: tests/test_catalog.py) ----------
 
 
 def _finding():
-    import finding
+    from pitfalls import indexes as finding
 
     return finding
 

@@ -1,4 +1,5 @@
-"""The downloads of every page, in both languages (docs/_ext/take_home.py), and the page cards.
+"""The downloads of every page, in both languages (docs/_ext/pitfalls/downloads.py), and the page
+cards.
 
 The downloads are run in a fresh environment from a served build by
 ``tests/browser/test_downloads.py``; here their text is checked without a build.
@@ -8,16 +9,13 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 import urllib.parse
 
 import pytest
+from pitfalls import cards, figures, repository_links
+from pitfalls import downloads as take_home
 
 from .conftest import ROOT
-
-sys.path.insert(0, str(ROOT / "docs" / "_ext"))
-import pictures  # noqa: E402
-import take_home  # noqa: E402
 
 RAW_ROLE = re.compile(r":[a-z]+:`")
 CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -102,27 +100,27 @@ def test_a_heading_paragraph_list_and_admonition_are_rendered():
 def test_every_page_gets_a_card_of_its_own(tmp_path):
     words = {}
     for path in take_home.examples():
-        words[path.stem] = tuple(pictures.card_words(path))
+        words[path.stem] = tuple(cards.card_words(path))
         assert all(not RAW_ROLE.search(w) and "`" not in w for w in words[path.stem])
     assert words["plot_data_vs_detach"] == ("tensor.data", "tensor.detach()")
     card = tmp_path / "card.png"
-    pictures.draw_card(ROOT / "examples" / "autograd" / "plot_data_vs_detach.py", card)
+    cards.draw_card(ROOT / "examples" / "autograd" / "plot_data_vs_detach.py", card)
     assert card.read_bytes().startswith(b"\x89PNG")
 
 
 def test_no_repository_links_unless_a_repository_is_configured(monkeypatch):
-    monkeypatch.delenv(take_home.REPOSITORY_ENV, raising=False)
+    monkeypatch.delenv(repository_links.REPOSITORY_ENV, raising=False)
     page = "https://torch-pitfalls.readthedocs.io/en/index.html"
-    assert take_home.repository_links("index", "docs/index.md", "en", "Home", page) == []
+    assert repository_links.repository_links("index", "docs/index.md", "en", "Home", page) == []
 
 
 def test_repository_links_have_the_shapes_github_and_colab_expect(monkeypatch):
-    monkeypatch.setenv(take_home.REPOSITORY_ENV, "https://github.com/someone/torch-pitfalls")
+    monkeypatch.setenv(repository_links.REPOSITORY_ENV, "https://github.com/someone/torch-pitfalls")
     page = (
         "https://torch-pitfalls.readthedocs.io/zh_CN/auto_examples/autograd/plot_retain_graph.html"
     )
     links = dict(
-        take_home.repository_links(
+        repository_links.repository_links(
             "auto_examples/autograd/plot_retain_graph",
             "docs/auto_examples/autograd/plot_retain_graph.rst",
             "zh_CN",
@@ -146,10 +144,10 @@ def test_repository_links_have_the_shapes_github_and_colab_expect(monkeypatch):
     assert "plot_retain_graph.html" in urllib.parse.unquote(report)
     # The Colab path is where the workflow publishes the downloads (docs/_build/downloads).
     workflow = (ROOT / ".github" / "workflows" / "docs.yml").read_text(encoding="utf-8")
-    assert f"publish_branch: {take_home.NOTEBOOKS_BRANCH}" in workflow
+    assert f"publish_branch: {repository_links.NOTEBOOKS_BRANCH}" in workflow
     assert "publish_dir: docs/_build/downloads" in workflow
     with pytest.raises(ValueError, match="OWNER/NAME"):
-        take_home.repository("https://gitlab.com/someone/torch-pitfalls")
+        repository_links.repository("https://gitlab.com/someone/torch-pitfalls")
 
 
 def test_the_figure_catalog_is_complete_simplified_and_well_typeset():
@@ -160,7 +158,7 @@ def test_the_figure_catalog_is_complete_simplified_and_well_typeset():
 
     from .test_translations import prose as visible
 
-    catalog = polib.pofile(str(pictures.FIGURE_CATALOG))
+    catalog = polib.pofile(str(figures.FIGURE_CATALOG))
     assert catalog.percent_translated() == 100 and not catalog.fuzzy_entries()
     to_simplified = opencc.OpenCC("t2s")
     problems = []
@@ -178,10 +176,12 @@ def test_the_footer_shows_the_repository_links_only_when_configured(monkeypatch,
     import jinja2
 
     if configured:
-        monkeypatch.setenv(take_home.REPOSITORY_ENV, "https://github.com/someone/torch-pitfalls")
+        monkeypatch.setenv(
+            repository_links.REPOSITORY_ENV, "https://github.com/someone/torch-pitfalls"
+        )
     else:
-        monkeypatch.delenv(take_home.REPOSITORY_ENV, raising=False)
-    links = take_home.repository_links(
+        monkeypatch.delenv(repository_links.REPOSITORY_ENV, raising=False)
+    links = repository_links.repository_links(
         "auto_examples/autograd/plot_retain_graph",
         "docs/auto_examples/autograd/plot_retain_graph.rst",
         "en",

@@ -284,7 +284,11 @@ def test_rule_texts_follow_the_glossary():
 
 CJK_TEXT = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 PYTHON_WITH_CHINESE = sorted(
-    [*(ROOT / "src" / "torch_pitfalls").rglob("*.py"), *(ROOT / "docs" / "_ext").glob("*.py")]
+    [
+        *(ROOT / "src" / "torch_pitfalls").rglob("*.py"),
+        *(ROOT / "docs" / "_ext").rglob("*.py"),
+        *(ROOT / "tools").glob("*.py"),
+    ]
 )
 
 
@@ -465,10 +469,7 @@ def test_bare_urls_are_found():
 
 
 def test_a_rewritten_paragraph_keeps_its_translation_as_fuzzy():
-    import sys
-
-    sys.path.insert(0, str(ROOT / "docs" / "_ext"))
-    import catalogs
+    from tools import catalogs
 
     catalog = polib.POFile()
     old = polib.POEntry(

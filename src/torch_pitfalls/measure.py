@@ -13,8 +13,8 @@ import os
 import platform
 import re
 import subprocess
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 
 import torch
@@ -169,6 +169,7 @@ def compare_times(
     num_threads: int = TIMING_THREADS,
     expect: Callable[[list[float]], bool] | None = None,
     attempts: int = 3,
+    contexts: Sequence[Callable[[], AbstractContextManager]] | None = None,
 ) -> list[float]:
     """Fastest time of one call of each callable, timed with :mod:`torch.utils.benchmark`.
 
@@ -188,6 +189,10 @@ def compare_times(
       escape: with both cores of a 2-core machine busy, medians of 2-ms timings gave ratios from
       0.1 to 10 for two loops whose fastest times stayed 1.2 apart. Python's :mod:`timeit`
       documentation advises the minimum for the same reason.
+
+    A callable that must run in some state that takes time to enter (the project's guards,
+    say) gets it from ``contexts``: one context-manager factory per callable, entered around
+    each of its timings and left after it, outside the timed calls.
 
     The timer synchronises CUDA before it reads the clock, so that a time includes the GPU work
     that the calls queued. Introduced on "no-grad-evaluation"; compare the results as ratios, and
@@ -211,13 +216,16 @@ def compare_times(
         expect: a predicate of the returned times that the comparison must satisfy, or
             ``None`` (the default) to measure once and return whatever it gives.
         attempts: how many comparisons, at most, until ``expect`` holds (``int`` ≥ 1).
+        contexts: ``None``, or one callable per callable of ``fns`` that returns a context
+            manager (:func:`contextlib.nullcontext` for none) to time that callable in.
 
     Returns:
         The fastest time of one call of each callable, in seconds (``list`` of ``float``), in
         the order given: with ``expect``, those of the first comparison that satisfies it.
 
     Raises:
-        TypeError: fewer than two callables, one is not callable, or ``expect`` is not callable.
+        TypeError: fewer than two callables, one is not callable, ``expect`` is not callable,
+            or ``contexts`` does not hold one callable per callable.
         ValueError: ``rounds`` < 1, ``block`` ≤ 0, ``num_threads`` < 1 or ``attempts`` < 1.
         AssertionError: ``expect`` held for none of the ``attempts`` comparisons; the message
             lists every comparison's times.
@@ -244,17 +252,25 @@ def compare_times(
         raise TypeError(f"expect must be a predicate of the list of times, got {expect!r}")
     if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
         raise ValueError(f"attempts must be an int >= 1, got {attempts!r}")
+    if contexts is None:
+        contexts = [nullcontext] * len(fns)
+    if len(contexts) != len(fns) or not all(callable(c) for c in contexts):
+        raise TypeError("contexts needs one context-manager factory per callable")
     timers = [
         benchmark.Timer(stmt="fn()", globals={"fn": fn}, num_threads=num_threads) for fn in fns
     ]
     seen = []
     for _ in range(attempts if expect is not None else 1):
         # Timer.timeit(n) calls the statement max(n // 100, 2) times to warm up, then times n.
-        numbers = [max(1, round(block / timer.timeit(1).times[0])) for timer in timers]
+        numbers = []
+        for timer, context in zip(timers, contexts, strict=True):
+            with context():
+                numbers.append(max(1, round(block / timer.timeit(1).times[0])))
         best = [float("inf")] * len(fns)
         for r in range(rounds):
             for i in range(len(fns)) if r % 2 == 0 else reversed(range(len(fns))):
-                best[i] = min(best[i], timers[i].timeit(numbers[i]).times[0])
+                with contexts[i]():
+                    best[i] = min(best[i], timers[i].timeit(numbers[i]).times[0])
         if expect is None or expect(best):
             return best
         seen.append(best)

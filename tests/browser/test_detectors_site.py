@@ -3,16 +3,14 @@ local copy of the site; the rule table is on the Detectors page of each language
 
 from __future__ import annotations
 
-import sys
 import urllib.request
 
 import pytest
 
-from .conftest import HTML, ROOT
-
 # The registry is standard library only, and the package imports lazily: no torch needed here.
-sys.path.insert(0, str(ROOT / "src"))
-from torch_pitfalls import rules  # noqa: E402
+from torch_pitfalls import rules  # with src on the path (nox -s browser sets PYTHONPATH)
+
+from .conftest import HTML
 
 
 @pytest.mark.parametrize("language", rules.LANGUAGES)

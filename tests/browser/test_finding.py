@@ -1,9 +1,9 @@
 """Finding the page from a message, an API name or a symptom, in the built site.
 
-Search is Sphinx's own, with the scorer and the index entries that docs/_ext/finding.py generates
-from the pages' records (src/torch_pitfalls/catalog/pages.toml) and from the messages the pages
-printed. The error index is checked against the outputs of every page, read from the built HTML
-(not from the code that wrote the index).
+Search is Sphinx's own, with the scorer and the index entries that docs/_ext/pitfalls/search.py
+generates from the pages' records (src/torch_pitfalls/catalog/pages.toml) and from the messages the
+pages printed. The error index is checked against the outputs of every page, read from the built
+HTML (not from the code that wrote the index).
 """
 
 from __future__ import annotations

@@ -5,14 +5,14 @@ the footer naming what is recorded."""
 from __future__ import annotations
 
 import re
-import sys
 
 import pytest
 
-from .conftest import HTML, ROOT, site_pages
+from torch_pitfalls import (
+    rules,  # with src on the path (nox -s browser sets PYTHONPATH)  (standard library only)
+)
 
-sys.path.insert(0, str(ROOT / "src"))
-from torch_pitfalls import rules  # noqa: E402  (standard library only)
+from .conftest import HTML, ROOT, site_pages
 
 #: What a recording prints outside a box (torch_pitfalls.recording): never in a built page.
 RAW_RECORDING = re.compile(r"\[Recorded on |Recorded output:\]|\[End of the recorded output\.\]")

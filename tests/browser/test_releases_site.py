@@ -4,14 +4,12 @@ page's "Across releases" section, in both languages, and the matrix on the chang
 from __future__ import annotations
 
 import re
-import sys
 
 import pytest
 
-from .conftest import HTML, ROOT
+from tools import releases  # with src on the path (nox -s browser sets PYTHONPATH)
 
-sys.path.insert(0, str(ROOT / "docs" / "_ext"))
-import releases  # noqa: E402
+from .conftest import HTML, ROOT
 
 LANGUAGES = ("en", "zh_CN")
 RUNS = releases.runs()

@@ -1,33 +1,26 @@
-"""Pictures of the gallery: figures in the page's language, and a card for every page.
+"""Figures of the gallery in the page's language.
 
-Figures
-    The examples run once per two-language build, in the English build; sphinx-gallery saves
-    their figures then. :class:`FigureScraper` also keeps each figure itself (a pickle beside its
-    image). The Chinese build draws every figure again from it (:func:`render_figures`), with each
-    text of the figure (title, axis labels, legend, categorical ticks) replaced by its translation
-    from ``docs/locale/zh_CN/figures.po`` and set in Noto Sans CJK SC (the ``mplfonts`` package
-    of the docs extra), and its pages show those images, with the translated title as alt text
-    (:func:`_localize_figures`). A text of a figure without a translation fails the build.
-
-Cards
-    A page without a figure would show sphinx-gallery's placeholder on the gallery's cards. Each
-    gets a card of its own instead (:func:`draw_card`): the topic's colour and sign, and the code
-    names the page is about (from its title, else its first paragraph), drawn with matplotlib at
-    build time. Code names are the same in both languages, so one card serves both.
+The examples run once per two-language build, in the English build; sphinx-gallery saves their
+figures then. :class:`FigureScraper` also keeps each figure itself (a pickle beside its image).
+The Chinese build draws every figure again from it (:func:`render_figures`), with each text of the
+figure (title, axis labels, legend, categorical ticks) replaced by its translation from
+``docs/locale/zh_CN/figures.po`` and set in Noto Sans CJK SC (the ``mplfonts`` package of the docs
+extra), and its pages show those images, with the translated title as alt text
+(:func:`localize_figures`). A text of a figure without a translation fails the build;
+``python -m tools.figures`` adds the new texts to the catalog.
 """
 
 from __future__ import annotations
 
-import ast
 import html
 import pickle
 import re
 import warnings
 from pathlib import Path
 
-DOCS = Path(__file__).resolve().parents[1]
-ROOT = DOCS.parent
-GALLERY = DOCS / "auto_examples"
+from .common import DOCS, GALLERY_DIR, digest_of, language_of, stamp, up_to_date, write_if_changed
+
+GALLERY = GALLERY_DIR
 FIGURES = DOCS / "_build" / "figures"
 FIGURE_CATALOG = DOCS / "locale" / "zh_CN" / "figures.po"
 #: Latin text first (its glyphs and metrics stay those of the English figures), CJK after it.
@@ -36,9 +29,6 @@ CJK_FAMILY = ["DejaVu Sans", "Noto Sans CJK SC"]
 #: to a phone's width (390 px): the Chinese figures' titles, labels and legends are 1.2 times
 #: larger.
 CJK_SCALE = 1.2
-
-
-# -- Figures ---------------------------------------------------------------------------------------
 
 
 class FigureScraper:
@@ -78,16 +68,6 @@ def translate_tick_labels(figure, translate) -> None:
             if isinstance(old, StrCategoryFormatter | FixedFormatter):
                 axis.set_major_formatter(FuncFormatter(lambda v, pos, f=old: translate(f(v, pos))))
         ax.tick_params(labelfontfamily=CJK_FAMILY)
-
-
-def all_texts(figure) -> list[str]:
-    """Every text a reader sees on the drawn figure, tick labels included."""
-    figure.draw_without_rendering()
-    texts = [t.get_text() for t in figure_texts(figure)]
-    for ax in figure.axes:
-        for axis in (ax.xaxis, ax.yaxis):
-            texts += [label.get_text() for label in axis.get_ticklabels()]
-    return list(dict.fromkeys(t for t in texts if t.strip()))
 
 
 def figure_catalog(path: Path = FIGURE_CATALOG) -> dict[str, str]:
@@ -166,7 +146,6 @@ def _thumbnail(figure: Path) -> None:
     makes it from the English figure."""
     import tempfile
 
-    import take_home
     from sphinx_gallery.gen_rst import scale_image
 
     stem = figure.name.removeprefix("sphx_glr_").removesuffix(".png")
@@ -175,25 +154,38 @@ def _thumbnail(figure: Path) -> None:
         with tempfile.TemporaryDirectory() as scratch:
             scaled = Path(scratch) / thumb.name
             scale_image(str(figure), str(scaled), 400, 280)
-            take_home.write_if_changed(thumb, scaled.read_bytes())
+            write_if_changed(thumb, scaled.read_bytes())
 
 
-def _render_figures(app) -> None:
-    import take_home
+def render_figures_of_build(app) -> None:
+    """builder-inited: on a translated build, draw the translated figures; again only when what
+    they are drawn from changed (the figures the examples made, their catalog, this code)."""
+    import json
 
-    language = take_home.language_of(app.config)
+    language = language_of(app.config)
     if language == "en":
         return
+    stored = sorted(GALLERY.glob("*/images/*.fig.pickle"))
+    targets = [
+        FIGURES / language / p.parent.parent.name / (p.name.removesuffix(".fig.pickle") + ".png")
+        for p in stored
+    ]
+    alts = FIGURES / language / "alts.json"
+    digest = digest_of([*stored, FIGURE_CATALOG, Path(__file__), cjk_font()], language)
+    if up_to_date(f"figures-{language}", digest, [alts, *targets]):
+        app.env.pitfalls_figure_alts = json.loads(alts.read_text(encoding="utf-8"))
+        return
     app.env.pitfalls_figure_alts = render_figures(language, figure_catalog())
+    alts.write_text(json.dumps(app.env.pitfalls_figure_alts, ensure_ascii=False, indent=1))
+    stamp(f"figures-{language}", digest)
 
 
-def _localize_figures(app, doctree) -> None:
+def localize_figures(app, doctree) -> None:
     """On a translated page, show the translated figures (image and alt text)."""
-    import take_home
     from docutils import nodes
     from sphinx_gallery.directives import imgsgnode
 
-    language = take_home.language_of(app.config)
+    language = language_of(app.config)
     if language == "en":
         return
     alts = getattr(app.env, "pitfalls_figure_alts", None) or {}
@@ -213,80 +205,10 @@ def _localize_figures(app, doctree) -> None:
         node["alt"] = html.escape(alts.get(name) or node["alt"], quote=True)
 
 
-# -- Cards -----------------------------------------------------------------------------------------
-
-LITERAL = re.compile(r"``(.+?)``|:[a-z]+:`~?([^`<]+?)(?:\s*<[^>]+>)?`")
-
-
-def card_words(path: Path) -> list[str]:
-    """The code names a page is about: the literals of its title, else of its first paragraph."""
-    docstring = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")), clean=True) or ""
-    lines = [line for line in docstring.splitlines() if not line.startswith(".. _")]
-    text = "\n".join(lines).strip()
-    title, _, rest = text.partition("\n")
-    intro = rest.split("\n\n", 2)[1] if rest.count("\n\n") >= 1 else rest
-    for source in (title, intro):
-        found = [a or b for a, b in LITERAL.findall(source)]
-        if found:
-            return list(dict.fromkeys(found))[:3]
-    return [path.stem.removeprefix("plot_")]
-
-
-def draw_card(path: Path, target: Path, size=(400, 280)) -> None:
-    """A card for ``path`` (an example): topic colour and sign, and the page's code names."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from torch_pitfalls import catalog
-
-    topic = {t.name: t for t in catalog.topics()}[path.parent.name]
-    colour, sign = topic.colour, topic.sign
-    words = card_words(path)
-    figure = plt.figure(figsize=(size[0] / 100, size[1] / 100), dpi=100)
-    figure.patch.set_facecolor("white")
-    figure.add_artist(plt.Rectangle((0, 0), 0.3, 1, color=colour, transform=figure.transFigure))
-    figure.text(0.15, 0.5, sign, color="white", fontsize=64, ha="center", va="center")
-    y = 0.5 + 0.13 * (len(words) - 1)
-    for word in words:
-        size_pt = 22 if len(word) <= 14 else max(11, int(22 * 14 / len(word)))
-        figure.text(0.64, y, word, family="DejaVu Sans Mono", fontsize=size_pt, ha="center",
-                    va="center", color="#222222")  # fmt: skip
-        y -= 0.26
-    save(figure, target)
-    plt.close(figure)
-
-
-def save(figure, target: Path) -> None:
-    """Save a figure as PNG; a glyph missing from the fonts is an error; the file is rewritten
-    only when its bytes change (``nox -s serve`` watches the source folder)."""
-    import io
-
-    import take_home
-
-    data = io.BytesIO()
-    with warnings.catch_warnings():
-        warnings.filterwarnings("error", message="Glyph .* missing")
-        figure.savefig(data, format="png", metadata={"Software": None})
-    take_home.write_if_changed(target, data.getvalue())
-
-
-def _draw_cards(app) -> None:
-    """Give each page without a figure a card instead of sphinx-gallery's placeholder."""
-    for path in sorted((ROOT / "examples").glob("*/plot_*.py")):
-        images = GALLERY / path.parent.name / "images"
-        if (images / f"sphx_glr_{path.stem}_001.png").exists():
-            continue  # the page's first figure is its thumbnail
-        draw_card(path, images / "thumb" / f"sphx_glr_{path.stem}_thumb.png")
-
-
-def _rerun_unkept(app) -> None:
+def rerun_unkept(app) -> None:
     """Before the English build runs the examples: an example whose figure has no pickle (built
     before the figures were kept) runs again, so the Chinese build can translate its figure."""
-    import take_home
-
-    if take_home.language_of(app.config) != "en":
+    if language_of(app.config) != "en":
         return
     for image in GALLERY.glob("*/images/sphx_glr_*.png"):
         if image.with_suffix(".fig.pickle").exists():
@@ -295,43 +217,13 @@ def _rerun_unkept(app) -> None:
         (image.parent.parent / example).unlink(missing_ok=True)
 
 
-def setup(app):
-    app.connect("builder-inited", _rerun_unkept, priority=100)  # before sphinx-gallery's run
-    app.connect("builder-inited", _draw_cards)
-    app.connect("builder-inited", _render_figures)
-    app.connect("doctree-read", _localize_figures, priority=400)
-    return {"parallel_read_safe": True, "parallel_write_safe": True}
+def save(figure, target: Path) -> None:
+    """Save a figure as PNG; a glyph missing from the fonts is an error; the file is rewritten
+    only when its bytes change (``nox -s serve`` watches the source folder)."""
+    import io
 
-
-def update_catalog(path: Path = FIGURE_CATALOG) -> list[str]:
-    """Add every text of the stored figures that ``path`` lacks (empty msgstr); returns them.
-
-    Run after an English build: ``python docs/_ext/pictures.py --update-catalog``.
-    """
-    import polib
-
-    catalog = polib.pofile(str(path)) if path.exists() else polib.POFile()
-    catalog.metadata = catalog.metadata or {
-        "Content-Type": "text/plain; charset=utf-8",
-        "Language": "zh_CN",
-    }
-    known = {entry.msgid for entry in catalog}
-    added = []
-    for stored in sorted(GALLERY.glob("*/images/*.fig.pickle")):
-        for english in all_texts(pickle.loads(stored.read_bytes())):
-            if re.search(r"[A-Za-z]", english) and english not in known:
-                occurrence = (f"{stored.parent.parent.name}/{stored.name}", "")
-                catalog.append(polib.POEntry(msgid=english, msgstr="", occurrences=[occurrence]))
-                known.add(english)
-                added.append(english)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    catalog.save(str(path))
-    return added
-
-
-if __name__ == "__main__":
-    import sys
-
-    if sys.argv[1:] == ["--update-catalog"]:
-        for text in update_catalog():
-            print(f"new figure text: {text!r}")
+    data = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="Glyph .* missing")
+        figure.savefig(data, format="png", metadata={"Software": None})
+    write_if_changed(target, data.getvalue())

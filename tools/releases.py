@@ -2,10 +2,10 @@
 
 Usage (``nox -s releases``; not part of ``nox -s bench`` nor of CI: it downloads several GB)::
 
-    python docs/_ext/releases.py [--releases 2.4 2.6 ...] [--pages SLUG ...] [--timeout SECONDS]
-        [--keep-going] [--environments DIR [--install-only]] [--no-reference]
-    python docs/_ext/releases.py --rediff
-    python docs/_ext/releases.py --from-legacy docs/release_recordings/2.5.json ...
+    PYTHONPATH=src python -m tools.releases [--releases 2.4 2.6 ...] [--pages SLUG ...]
+        [--timeout SECONDS] [--keep-going] [--environments DIR [--install-only]] [--no-reference]
+    PYTHONPATH=src python -m tools.releases --rediff
+    PYTHONPATH=src python -m tools.releases --from-legacy docs/release_recordings/2.5.json ...
 
 For each release of :data:`RELEASES`, one at a time: make a fresh virtual environment in a
 temporary folder outside the repository, install that release of PyTorch with the NumPy it
@@ -33,7 +33,7 @@ A full run of a release replaces that release's entry in every page's file and i
 ``_runs.json``; ``--pages SLUG ...`` re-runs only those pages' entries; ``--rediff`` compares
 the stored outputs with the reference's again. ``--from-legacy`` merges recordings of the
 earlier layout (one ``<release>.json`` per release) into this one and deletes them.
-Commit the files; the docs build shows them (``release_matrix.py``) and
+Commit the files; the docs build shows them (``docs/_ext/pitfalls/releases_section.py``) and
 ``tests/test_releases.py`` checks them.
 """
 
@@ -53,9 +53,9 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "src"))  # the catalog, standard library only: no environment needed
-from torch_pitfalls import catalog  # noqa: E402
+from torch_pitfalls import catalog  # the catalog: standard library only, no environment needed
+
+ROOT = Path(__file__).resolve().parents[1]
 
 EXAMPLES = ROOT / "examples"
 RECORDINGS = ROOT / "docs" / "release_recordings"
@@ -569,7 +569,7 @@ def main(argv: list[str] | None = None) -> int:
         unknown = sorted(set(args.pages) - set(examples()))
         if unknown:
             parser.error(f"--pages: no example for {unknown}")
-    command = "python docs/_ext/releases.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    command = "python -m tools.releases " + " ".join(sys.argv[1:] if argv is None else argv)
     todo = list(args.releases)
     if REFERENCE not in runs() and REFERENCE not in todo and not args.no_reference:
         todo.insert(0, REFERENCE)

@@ -9,18 +9,16 @@ address it will serve the upload at. ``.readthedocs.yaml`` runs this script befo
 a project set up otherwise fails its build with the fix in the message instead of publishing pages
 that every detector message links past.
 
-Usage: ``python docs/_ext/published_url.py [CANONICAL_URL]``; the default is
-``$READTHEDOCS_CANONICAL_URL``.
+Usage: ``PYTHONPATH=src python -m tools.published_url [CANONICAL_URL]`` (the catalog, standard
+library only: no environment needed); the default is ``$READTHEDOCS_CANONICAL_URL``.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
-from torch_pitfalls.catalog import BASE_URL_ENV, site_url  # noqa: E402  (standard library only)
+from torch_pitfalls.catalog import BASE_URL_ENV, site_url  # standard library only
 
 
 def mismatch(canonical: str, site: str) -> str | None:
@@ -37,7 +35,7 @@ def mismatch(canonical: str, site: str) -> str | None:
         f"Read the Docs will serve this build at {canonical}, but the detectors' links and the "
         f"pages' canonical URLs point to {site}/. Set the project's Admin > Settings > "
         '"URL versioning scheme" to "Single version without translations", or publish '
-        f"elsewhere and set {BASE_URL_ENV} (or torch_pitfalls.rules.BASE_URL) to that address."
+        f"elsewhere and set {BASE_URL_ENV} (or torch_pitfalls.catalog.BASE_URL) to that address."
     )
 
 

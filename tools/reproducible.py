@@ -2,7 +2,7 @@
 
 Usage (``nox -s reproducible``, after ``nox -s docs``)::
 
-    python docs/_ext/reproducible.py
+    python -m tools.reproducible
 
 Reads the outputs sphinx-gallery wrote into ``docs/auto_examples/**/plot_*.rst``, forces every
 example to run again in a fresh English build (into a temporary folder), and compares the two,
@@ -19,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-DOCS = Path(__file__).resolve().parents[1]
+DOCS = Path(__file__).resolve().parents[1] / "docs"
 GALLERY = DOCS / "auto_examples"
 OUTPUT_BLOCK = re.compile(
     r"\.\. rst-class:: sphx-glr-script-out\n\n\s*\.\. code-block:: none\n\n((?:    .*\n|\n)+)"

@@ -1,6 +1,6 @@
 """The pages' behaviour across PyTorch releases, from ``docs/release_recordings`` (Sphinx side).
 
-``nox -s releases`` (``releases.py``) runs every example on each release of
+``nox -s releases`` (:mod:`tools.releases`) runs every example on each release of
 :data:`releases.RELEASES` and writes one file per page (``<slug>.json``: release -> entry) and
 the runs' provenance (``_runs.json``). This extension shows them:
 
@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import re
 
-import releases
+from tools import releases
 
-from torch_pitfalls import catalog
+from .common import gallery_footer, gallery_slug, ref
+from .tables import table, untranslatable
 
 SECTION_ID = "across-releases"
 FULL_WIDTH = ("：", "，", "。", "；")
@@ -34,13 +35,6 @@ def outcome(page: dict | None) -> str:
     if page["status"] != "ran":
         return "fails"
     return "differs" if page.get("differs") else "same"
-
-
-def slug_of(docname: str) -> str | None:
-    """``auto_examples/<topic>/plot_<slug>`` → ``<slug>``; ``None`` for other documents."""
-    if not docname.startswith(catalog.GALLERY + "/"):
-        return None
-    return catalog.slug_of(docname)
 
 
 #: The labels, in English: each is a msgid of the "sphinx" catalog (see the module docstring).
@@ -81,40 +75,6 @@ def _labels() -> dict[str, str]:
     from sphinx.locale import _
 
     return {name: _(text) for name, text in LABELS.items()}
-
-
-def _untranslatable(node):
-    """Keep generated text out of the pages' catalogs: its labels are translated by ``_``."""
-    from docutils import nodes
-
-    for element in node.findall(nodes.TextElement):
-        element["translatable"] = False
-    return node
-
-
-def _table(widths, header, rows, classes):
-    from docutils import nodes
-
-    table = nodes.table(classes=classes)
-    group = nodes.tgroup(cols=len(widths))
-    table += group
-    group.extend(nodes.colspec(colwidth=w) for w in widths)
-
-    def row_of(cells):
-        row = nodes.row()
-        for cell in cells:
-            entry = nodes.entry()
-            entry.extend(cell if isinstance(cell, list) else [nodes.paragraph(cell, cell)])
-            row += entry
-        return row
-
-    head = nodes.thead()
-    head += row_of(header)
-    body = nodes.tbody()
-    body.extend(row_of(cells) for cells in rows)
-    group += head
-    group += body
-    return table
 
 
 def changes_of(doctree) -> dict[str, tuple[str, str]]:
@@ -203,20 +163,20 @@ def page_section(entries: dict[str, dict], runs: dict[str, dict], changes=None):
                     cell.append(paragraph)
         rows.append([release, date, cell])
     header = [labels["release"], labels["recorded"], labels["result"]]
-    section += _table((2, 2, 10), header, rows, ["pitfalls-releases-table"])
-    return _untranslatable(section)
+    section += table((2, 2, 10), header, rows, ["pitfalls-releases-table"])
+    return untranslatable(section)
 
 
-def _page_tables(app, doctree) -> None:
+def page_tables(app, doctree) -> None:
     """doctree-read: add the "Across releases" section at the end of each example page."""
     from docutils import nodes
 
-    slug = slug_of(app.env.docname)
+    slug = gallery_slug(app.env.docname)
     if slug is None:
         return
-    # The folder's time changes when a file is added (a missing file would make the page
-    # outdated on every build: only the files that exist are noted).
-    app.env.note_dependency(str(releases.RECORDINGS))
+    # Only files that exist are noted: Sphinx re-reads a page with a missing dependency, or one
+    # that is a folder, on every build. A recording file that appears or goes is
+    # recordings_changed's business.
     for path in (releases.recording_path(slug), releases.RUNS):
         if path.exists():
             app.env.note_dependency(str(path))
@@ -229,14 +189,7 @@ def _page_tables(app, doctree) -> None:
     # sphinx-gallery ends the page (inside its last section) with a target, the download links
     # (an "only" node whose id starts with sphx-glr-download) and its signature: the new section
     # goes before them, and they move after it.
-    footer = next(
-        (
-            node
-            for node in top.findall(nodes.Element)
-            if any(i.startswith("sphx-glr-download") for i in node.get("ids", []))
-        ),
-        None,
-    )
+    footer = gallery_footer(top)
     tail = []
     if footer is not None:
         parent = footer.parent
@@ -250,9 +203,32 @@ def _page_tables(app, doctree) -> None:
         top += node
 
 
-def _matrix_directive():
+def recording_files() -> list[str]:
+    """The names of the files in docs/release_recordings."""
+    return sorted(path.name for path in releases.RECORDINGS.glob("*.json"))
+
+
+def recordings_changed(app, env, added, changed, removed):
+    """env-get-outdated: when a recording file appeared or went since the last build, the pages
+    whose file it is and the pages that show the release matrix (each existing file is a
+    dependency of its page and of the matrix; a file that does not exist cannot be one)."""
+    files = recording_files()
+    before = getattr(env, "pitfalls_recording_files", None)
+    env.pitfalls_recording_files = files
+    if before is None or before == files:
+        return []
+    moved = set(files) ^ set(before)
+    pages = [
+        docname
+        for docname in env.found_docs
+        if (slug := gallery_slug(docname))
+        and (releases.recording_path(slug).name in moved or releases.RUNS.name in moved)
+    ]
+    return sorted({*pages, *(getattr(env, "pitfalls_matrix_docs", set()) & env.found_docs)})
+
+
+def matrix_directive():
     from docutils import nodes
-    from sphinx import addnodes
     from sphinx.util.docutils import SphinxDirective
 
     class Matrix(SphinxDirective):
@@ -262,7 +238,9 @@ def _matrix_directive():
         """
 
         def run(self):
-            self.env.note_dependency(str(releases.RECORDINGS))
+            if not hasattr(self.env, "pitfalls_matrix_docs"):
+                self.env.pitfalls_matrix_docs = set()
+            self.env.pitfalls_matrix_docs.add(self.env.docname)  # see recordings_changed
             for path in releases.RECORDINGS.glob("*.json"):
                 self.env.note_dependency(str(path))
             self.env.note_dependency(releases.__file__)
@@ -278,16 +256,7 @@ def _matrix_directive():
             }
             rows = []
             for slug in slugs:
-                ref = addnodes.pending_xref(
-                    "",
-                    refdomain="std",
-                    reftype="ref",
-                    reftarget=slug,
-                    refexplicit=False,
-                    refwarn=True,
-                )
-                ref += nodes.inline(slug, slug)
-                cells = [[nodes.paragraph("", "", ref)]]
+                cells = [[nodes.paragraph("", "", ref(self.env.docname, slug))]]
                 target = docnames.get(slug)
                 for label in order:
                     kind = outcome(pages.get(slug, {}).get(label))
@@ -304,7 +273,7 @@ def _matrix_directive():
                     cells.append([paragraph])
                 rows.append(cells)
             header = [labels["page"], *order]
-            table = _table((6, *([2] * len(order))), header, rows, ["pitfalls-release-matrix"])
+            matrix = table((6, *([2] * len(order))), header, rows, ["pitfalls-release-matrix"])
             dates = ", ".join(
                 f"{runs[label]['torch']} {runs[label]['date']}" for label in order if label in runs
             )
@@ -320,14 +289,6 @@ def _matrix_directive():
             text = labels["matrix"].format(
                 reference=releases.REFERENCE, dates=dates, machine="; ".join(machines)
             )
-            return [_untranslatable(nodes.paragraph(text, text)), _untranslatable(table)]
+            return [untranslatable(nodes.paragraph(text, text)), untranslatable(matrix)]
 
     return Matrix
-
-
-def setup(app):
-    # Before Sphinx's own doctree-read collectors (priority 500): the section is in the page's
-    # table of contents.
-    app.connect("doctree-read", _page_tables, priority=400)
-    app.add_directive("pitfalls-release-matrix", _matrix_directive())
-    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -10,7 +10,8 @@ Three passes over both languages:
    each page is parsed once.
 3. Every external link, read from the HTML itself (the build machine has no network, so they are
    not fetched): none may hold a placeholder (``$``), links into PyTorch's docs must have the shape
-   those docs give the object (:func:`pitfalls_sphinx.torch_uri_problem`), and none may be a bare
+   those docs give the object (:func:`torch_uri_problem`, which
+   the docs build applies to its inventory of PyTorch's objects too), and none may be a bare
    URL (a link whose text is its own address). The links are printed counted by host.
 
 Exit status 1 when any check fails.
@@ -29,8 +30,56 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urljoin, urlsplit
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from pitfalls_sphinx import TORCH_DOCS, torch_uri_problem  # noqa: E402
+#: Where PyTorch's documentation lives: the ``torch`` inventory's URIs are relative to it.
+TORCH_DOCS = "https://docs.pytorch.org/docs/stable/"
+
+
+def torch_uri_problem(name: str, role: str, uri: str) -> str | None:
+    """What is wrong with the URI of a PyTorch object, or ``None`` when it has PyTorch's shape.
+
+    PyTorch's docs give most objects a page of their own, ``generated/<name>.html#<name>``; a
+    method documented on its class's page is ``generated/<class>.html#<class>.<method>``; objects
+    documented with ``autoclass``/``autofunction`` on a topic page are ``<page>.html#<name>``; a
+    module is ``<page>.html#module-<module>``. The anchor is always the documented name (which is
+    ``name`` itself, or the name PyTorch documents an alias under); the one exception is an
+    attribute PyTorch describes only in prose, linked to that section
+    (``autograd.html#autograd-graph`` for ``Tensor.grad_fn``).
+
+    >>> name, role = "torch.nn.Linear", "py:class"
+    >>> torch_uri_problem(name, role, "generated/torch.nn.Linear.html#torch.nn.Linear")
+    >>> torch_uri_problem(name, role, "generated/$.html#torch.nn.Linear")
+    "placeholder '$' left in 'generated/$.html#torch.nn.Linear'"
+    >>> print(torch_uri_problem(name, role, "generated/torch.nn.Conv2d.html#torch.nn.Linear"))
+    anchor 'torch.nn.Linear' is not on the page of 'torch.nn.Conv2d' (generated/<name>.html#<name>)
+    >>> print(torch_uri_problem("torch.nn", "py:module", "generated/torch.nn.html#torch.nn"))
+    a module is '<page>.html#module-torch.nn', got 'generated/torch.nn.html#torch.nn'
+
+    """
+    if "$" in uri or "%24" in uri:
+        return f"placeholder '$' left in {uri!r}"
+    page, hash_, anchor = uri.partition("#")
+    if not hash_ or not anchor or not page.endswith(".html") or "://" in page:
+        return f"expected 'PAGE.html#ANCHOR' relative to {TORCH_DOCS}, got {uri!r}"
+    if role == "py:module":
+        if anchor != f"module-{name}" or page.startswith("generated/"):
+            return f"a module is '<page>.html#module-{name}', got {uri!r}"
+        return None
+    if page.startswith("generated/"):
+        documented = page.removeprefix("generated/").removesuffix(".html")
+        if anchor != documented and not anchor.startswith(documented + "."):
+            return (
+                f"anchor {anchor!r} is not on the page of {documented!r} "
+                "(generated/<name>.html#<name>)"
+            )
+        return None
+    if "." not in anchor:  # a section: only for an attribute PyTorch describes in prose
+        if role != "py:attribute":
+            return f"{role} {name} needs an object anchor, got {uri!r}"
+        return None
+    if not anchor.startswith("torch."):
+        return f"anchor {anchor!r} is not a PyTorch name"
+    return None
+
 
 CONFIG = """\
 [checking]

@@ -1,57 +1,37 @@
-"""Finding the page: the error index, the symptom index, "See also" boxes and search ranking.
+"""Finding the page: the error index, the symptom index and the "See also" boxes.
 
-Loaded by ``docs/conf.py`` as a Sphinx extension, after sphinx-gallery. Everything it adds comes
-from two sources:
+Everything they show comes from two sources:
 
-* the pages' records in the catalog (:mod:`torch_pitfalls.catalog`, ``pages.toml``): what readers
-  search for, related pages, the symptoms each page explains;
+* the pages' records in the catalog (:mod:`torch_pitfalls.catalog`, ``pages.toml``): related
+  pages, the symptoms each page explains;
 * the executed outputs of the pages: every line ``SomeError: message`` or ``SomeWarning: message``
   that a page printed (as :func:`torch_pitfalls.expect_raises` and
   :func:`torch_pitfalls.expect_warns` print them), collected from the doctrees at build time, so
   the error index can never drift from what the installed PyTorch prints.
 
-The search keeps Sphinx's own machinery: the declared phrases become index entries of their page
-(``.. index::``, which Sphinx's search ranks above full-text matches) and a scorer
-(``html_search_scorer``, generated per language once every page is read) raises a page when the
-query contains one of its phrases or a message the page printed.
+The search (:mod:`.search`) ranks pages by the same printed messages.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from pitfalls_sphinx import page_language
-
 from torch_pitfalls import catalog
 
-DOCS = Path(__file__).resolve().parents[1]
+from .common import gallery_footer, gallery_slug, language_of, ref
+
 #: The catalog's file: a change to it re-reads every page.
 CATALOG_FILE = Path(catalog.__file__).with_name("pages.toml")
 ERROR_INDEX = "errors"
 SYMPTOM_INDEX = "symptoms"
-#: Pages kept low in search results: for contributors, not for readers with a problem.
-LOW_PAGES = ["contributing", "changes", "api", "detectors-api"]
 
 #: A message line of an output block: ``RuntimeError: ...``, ``torch.OutOfMemoryError: ...``.
 MESSAGE_LINE = re.compile(r"^((?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Warning|Exception)): (\S.*)$")
 #: The project's own warnings (the detectors): not PyTorch's messages.
 OWN_CLASSES = {"PitfallWarning"}
 CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
-
-
-def slug_of(docname: str) -> str | None:
-    """The page slug of a gallery page's docname, ``None`` for other documents."""
-    return catalog.slug_of(docname) if docname.startswith(catalog.GALLERY + "/") else None
-
-
-def search_phrases(slug: str, language: str) -> tuple[str, ...]:
-    """What readers search for to find the page ``slug``: English phrases on both builds, the
-    Chinese ones on the Chinese build."""
-    page = catalog.page(slug)
-    return page.search + (page.search_zh if language == "zh_CN" else ())
 
 
 # -- Messages printed by the pages ----------------------------------------------------------------
@@ -149,18 +129,18 @@ def message_head(message: str) -> str:
 # -- Collecting, per document -----------------------------------------------------------------
 
 
-def _collect(app, doctree) -> None:
+def collect(app, doctree) -> None:
     env = app.env
     if not hasattr(env, "pitfalls_printed"):
         env.pitfalls_printed = {}
     env.pitfalls_printed[env.docname] = printed_messages(doctree, env.docname)
 
 
-def _purge(app, env, docname) -> None:
+def purge(app, env, docname) -> None:
     getattr(env, "pitfalls_printed", {}).pop(docname, None)
 
 
-def _merge(app, env, docnames, other) -> None:
+def merge(app, env, docnames, other) -> None:
     if not hasattr(env, "pitfalls_printed"):
         env.pitfalls_printed = {}
     for docname in docnames:
@@ -168,7 +148,7 @@ def _merge(app, env, docnames, other) -> None:
             env.pitfalls_printed[docname] = other.pitfalls_printed[docname]
 
 
-def _indexes_last(app, env, docnames) -> None:
+def indexes_last(app, env, docnames) -> None:
     """Read the two index pages after every other page: they list what the others printed."""
     for name in (ERROR_INDEX, SYMPTOM_INDEX):
         if name in env.found_docs and name not in docnames:
@@ -186,33 +166,7 @@ def all_printed(env) -> list[Printed]:
     return [item for docname in docnames for item in printed[docname]]
 
 
-# -- Index entries for the declared phrases -------------------------------------------------------
-
-
-def _index_entries(app, doctree) -> None:
-    """Give each gallery page an index entry per declared search phrase.
-
-    CJK phrases only on the Chinese build, so that the English index lists English terms.
-    """
-    from docutils import nodes
-    from sphinx import addnodes
-
-    slug = slug_of(app.env.docname)
-    phrases = search_phrases(slug, page_language(app.config)) if slug else ()
-    section = next(iter(doctree.findall(nodes.section)), None)
-    if not phrases or section is None:
-        return
-    target_id = f"search-{slug}"
-    index = addnodes.index(entries=[("single", p, target_id, "main", None) for p in phrases])
-    target = nodes.target("", "", ids=[target_id])
-    position = 1 if section.children and isinstance(section[0], nodes.title) else 0
-    section.insert(position, index)
-    section.insert(position, target)
-    domain = app.env.domains.index_domain
-    domain.entries.setdefault(app.env.docname, []).extend(index["entries"])
-
-
-def _always_reread(app, env, added, changed, removed):
+def reread_on_catalog_change(app, env, added, changed, removed):
     """A changed catalog re-reads every page; a changed page re-reads the two indexes."""
     digest = CATALOG_FILE.read_bytes()
     if getattr(env, "pitfalls_finding", None) != digest:
@@ -226,11 +180,11 @@ def _always_reread(app, env, added, changed, removed):
 # -- "See also" at the end of every gallery page -------------------------------------------------
 
 
-def _see_also(app, doctree) -> None:
+def see_also(app, doctree) -> None:
     from docutils import nodes
     from sphinx import addnodes
 
-    slug = slug_of(app.env.docname)
+    slug = gallery_slug(app.env.docname)
     if slug is None:
         return
     related = catalog.see_also().get(slug, [])
@@ -239,33 +193,16 @@ def _see_also(app, doctree) -> None:
     box = addnodes.seealso(classes=["pitfalls-see-also"])
     items = nodes.bullet_list()
     for other in related:
-        items += nodes.list_item("", nodes.paragraph("", "", _ref(app.env.docname, other)))
+        items += nodes.list_item("", nodes.paragraph("", "", ref(app.env.docname, other)))
     box += items
     # Before sphinx-gallery's download buttons (the element its download label names).
-    footer = next(
-        (node for node in doctree.findall(nodes.Element)
-         if any(i.startswith("sphx-glr-download") for i in node.get("ids", ()))),
-        None,
-    )  # fmt: skip
+    footer = gallery_footer(doctree)
     while footer is not None and not isinstance(footer.parent, nodes.section):
         footer = footer.parent
     if footer is not None:
         footer.parent.insert(footer.parent.index(footer), box)
     else:
         list(doctree.findall(nodes.section))[-1].append(box)
-
-
-def _ref(docname: str, target: str, text: str | None = None):
-    """A reference to the label ``target`` (each page's label is its slug), titled by Sphinx."""
-    from docutils import nodes
-    from sphinx import addnodes
-
-    ref = addnodes.pending_xref(
-        "", refdomain="std", reftype="ref", reftarget=target,
-        refexplicit=text is not None, refwarn=True, refdoc=docname,
-    )  # fmt: skip
-    ref += nodes.inline(text=text or target)
-    return ref
 
 
 # -- The two index directives ---------------------------------------------------------------------
@@ -295,7 +232,7 @@ def _section(directive, section_id: str, title: str, translatable: bool = True):
     return section
 
 
-def _error_index_directive():
+def error_index_directive():
     from docutils import nodes
     from sphinx.util.docutils import SphinxDirective
 
@@ -356,7 +293,7 @@ def _section_ref(fromdoc: str, item: Printed):
     return ref
 
 
-def _symptom_index_directive():
+def symptom_index_directive():
     from docutils import nodes
     from sphinx.util.docutils import SphinxDirective
 
@@ -371,7 +308,7 @@ def _symptom_index_directive():
                 items = nodes.bullet_list()
                 for slug in symptom.pages:
                     items += nodes.list_item(
-                        "", nodes.paragraph("", "", _ref(self.env.docname, slug))
+                        "", nodes.paragraph("", "", ref(self.env.docname, slug))
                     )
                 section += items
                 result.append(section)
@@ -380,167 +317,24 @@ def _symptom_index_directive():
     return SymptomIndex
 
 
-def _resolve(app, doctree, docname) -> None:
+def resolve_index_links(app, doctree, docname) -> None:
     """Title the links of the error index (``page › section``); drop English glosses."""
     from docutils import nodes
 
-    english = page_language(app.config) == "en" and app.builder.name != "gettext"
+    english = language_of(app.config) == "en" and app.builder.name != "gettext"
     for paragraph in list(doctree.findall(nodes.paragraph)):
         if GLOSS_CLASS in paragraph["classes"] and english:
             paragraph.parent.remove(paragraph)
-    for ref in doctree.findall(nodes.reference):
-        target = ref.get("pitfalls-docname")
+    for link in doctree.findall(nodes.reference):
+        target = link.get("pitfalls-docname")
         if not target:
             continue
         uri = app.builder.get_relative_uri(docname, target)
-        ref["refuri"] = uri + (f"#{ref['pitfalls-section']}" if ref["pitfalls-section"] else "")
+        link["refuri"] = uri + (f"#{link['pitfalls-section']}" if link["pitfalls-section"] else "")
         page = app.env.titles[target].astext() if target in app.env.titles else target
-        section = ref.astext()
-        ref.children = []
-        ref += nodes.Text(f"{page} › {section}" if section and section != page else page)
-
-
-# -- Search scorer --------------------------------------------------------------------------------
-
-SCORER_JS = r"""
-// Generated by docs/_ext/finding.py: Sphinx's default scores, plus a bonus for the page that a
-// query names (a phrase of a page's record in the catalog or a message the page printed).
-var PITFALLS_PHRASES = __PHRASES__;
-var PITFALLS_LOW = __LOW__;
-var pitfallsNormal = (text) => text.toLowerCase()
-  .replace(/^\s*[\w.]*(error|warning|exception):\s*/, "")
-  .replace(/\d+/g, "0").replace(/\s+/g, " ").trim();
-var Scorer = {
-  score: (result) => {
-    const [docname, title, anchor, descr, score, filename, kind] = result;
-    const query = pitfallsNormal(new URLSearchParams(window.location.search).get("q") || "");
-    let bonus = 0;
-    for (const [phrase, weight] of PITFALLS_PHRASES[docname] || []) {
-      const norm = pitfallsNormal(phrase);
-      if (norm.length < 3) continue;
-      if (query.includes(norm)) bonus = Math.max(bonus, 50 + weight + 2 * norm.length);
-      else if (norm.includes(query) && 2 * query.length >= norm.length)
-        bonus = Math.max(bonus, 50 + weight + 2 * query.length);
-    }
-    if (PITFALLS_LOW.includes(docname)) bonus -= 10;
-    return score + bonus;
-  },
-  objNameMatch: 11,
-  objPartialMatch: 6,
-  objPrio: { 0: 15, 1: 5, 2: -5 },
-  objPrioDefault: 0,
-  title: 15,
-  partialTitle: 7,
-  term: 5,
-  partialTerm: 2,
-};
-"""
-
-
-#: Sphinx's search wants every word of a query on one page, and a pasted message names shapes,
-#: devices and operations of the reader's code, not the page's: a query that is a message
-#: (``SomeError: ...``, or a long line) is searched by its stable beginning, cut where
-#: :func:`message_head` cuts. The scorer still sees the whole query.
-MESSAGE_QUERY_JS = r"""
-var pitfallsMessageHead = (query) => {
-  const message = query.match(/^\s*[\w.]*(?:error|warning|exception):\s*(\S[\s\S]*)$/i);
-  const text = message ? message[1] : query;
-  if (!message && text.length < 60) return query;
-  const head = text.split(/\. |: \[| \(|\.$|:$|\n/)[0].trim();
-  return head.length >= 12 ? head : query;
-};
-"""
-#: Sphinx's own splitter (searchtools.js), for a language that has no splitter of its own.
-DEFAULT_SPLITTER_JS = r"""
-var splitQuery = (query) =>
-  query.split(/[^\p{Letter}\p{Number}_\p{Emoji_Presentation}]+/gu).filter((term) => term);
-"""
-WRAP_SPLITTER_JS = r"""
-var pitfallsSplitQuery = splitQuery;
-splitQuery = (query) => pitfallsSplitQuery(pitfallsMessageHead(query));
-"""
-
-
-def message_aware(language_class):
-    """A subclass of a Sphinx search language whose query splitter reads pasted messages."""
-    code = language_class.js_splitter_code or DEFAULT_SPLITTER_JS
-    return type(
-        language_class.__name__,
-        (language_class,),
-        {"js_splitter_code": MESSAGE_QUERY_JS + code + WRAP_SPLITTER_JS},
-    )
-
-
-def _message_aware_languages(app) -> None:
-    from sphinx.search import languages
-    from sphinx.util import import_object
-
-    for lang in ("en", "zh"):
-        base = languages[lang]
-        if isinstance(base, str):
-            base = import_object(base)
-        app.add_search_language(message_aware(base))
-
-
-def scorer_path(language: str) -> Path:
-    """Where the scorer of one language is written (``html_search_scorer``)."""
-    return DOCS / "_build" / "search-scorer" / f"{language}.js"
-
-
-def scorer_phrases(printed: list[Printed], language: str = "zh_CN") -> dict[str, list]:
-    """docname → ``[phrase, weight]``: declared phrases weigh more than printed messages."""
-    phrases: dict[str, list] = {}
-    for page in catalog.pages():
-        declared = search_phrases(page.slug, language)
-        phrases.setdefault(page.docname, []).extend([p, 20] for p in declared)
-    for item in printed:
-        known = phrases.setdefault(item.docname, [])
-        for text in (item.message, message_head(item.message)):
-            if [text, 0] not in known:
-                known.append([text, 0])
-    return phrases
-
-
-def _write_scorer(app, env) -> None:
-    """Write this language's scorer once every page is read (Sphinx reads it when writing)."""
-    phrases = scorer_phrases(all_printed(env), page_language(app.config))
-    text = SCORER_JS.replace("__PHRASES__", json.dumps(phrases, ensure_ascii=False, sort_keys=True))
-    text = text.replace("__LOW__", json.dumps(LOW_PAGES))
-    path = Path(app.config.html_search_scorer)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if not path.exists() or path.read_text(encoding="utf-8") != text:
-        path.write_text(text, encoding="utf-8")
-
-
-def _keep_index_entries_in_search(app, env) -> None:
-    """Give Sphinx's search the index entries of the pages this build does not write again.
-
-    Sphinx collects them for the search index while writing a page and keeps them on the
-    environment, which is saved before the pages are written: on the next build, a page that is
-    not written again drops out of the search's index entries. The index domain keeps them all.
-    """
-    from sphinx.util.index_entries import split_index_msg
-
-    stored = env._search_index_index_entries
-    for docname, entries in env.domains.index_domain.entries.items():
-        if docname in stored:
-            continue
-        found = set()
-        for entry_type, value, target_id, main, _key in entries:
-            try:
-                terms = split_index_msg(entry_type, value)
-            except ValueError:
-                continue
-            found |= {(term, target_id or "", main) for term in terms}
-        stored[docname] = sorted(found)
-
-
-def _configure(app, config) -> None:
-    config.html_search_scorer = str(scorer_path(page_language(config)))
-    path = Path(config.html_search_scorer)
-    if not path.exists():  # read before any page is: written for real by _write_scorer
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("", encoding="utf-8")
+        section = link.astext()
+        link.children = []
+        link += nodes.Text(f"{page} › {section}" if section and section != page else page)
 
 
 def registry_problems(places: dict[tuple[str, str], list[Printed]]) -> list[str]:
@@ -589,7 +383,7 @@ def page_slug(docname: str) -> str:
     return catalog.slug_of(docname) or docname
 
 
-def _check(app, env) -> None:
+def check(app, env) -> None:
     """Warn when the error index misses a message a page printed (e.g. a parallel read), or
     disagrees with the guards' registry of messages."""
     from sphinx.util import logging
@@ -604,22 +398,3 @@ def _check(app, env) -> None:
         )
     for problem in registry_problems(places):
         logger.warning(problem, location=ERROR_INDEX)
-
-
-def setup(app):
-    _message_aware_languages(app)
-    app.connect("config-inited", _configure)
-    app.connect("env-get-outdated", _always_reread)
-    app.connect("env-before-read-docs", _indexes_last)
-    app.connect("env-purge-doc", _purge)
-    app.connect("env-merge-info", _merge)
-    app.connect("doctree-read", _collect)
-    app.connect("doctree-read", _index_entries)
-    app.connect("doctree-read", _see_also)
-    app.connect("env-updated", _write_scorer)
-    app.connect("env-updated", _keep_index_entries_in_search)
-    app.connect("doctree-resolved", _resolve)
-    app.connect("env-check-consistency", _check)
-    app.add_directive("pitfalls-error-index", _error_index_directive())
-    app.add_directive("pitfalls-symptom-index", _symptom_index_directive())
-    return {"parallel_read_safe": False, "parallel_write_safe": True}

@@ -2,9 +2,9 @@
 
 Run by ``nox -s translations`` (and at the end of ``nox -s tests``)::
 
-    python docs/_ext/catalogs.py
+    python -m tools.catalogs
 
-``nox -s i18n`` runs ``python docs/_ext/catalogs.py --carry-over`` after ``sphinx-intl update``.
+``nox -s i18n`` runs ``python -m tools.catalogs --carry-over`` after ``sphinx-intl update``.
 
 Prints, for every catalog under ``docs/locale/zh_CN/LC_MESSAGES``, how many messages are
 translated, fuzzy (the English changed since) and untranslated. Exit status 1 when any page is
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import polib
 
-MESSAGES = Path(__file__).resolve().parents[1] / "locale" / "zh_CN" / "LC_MESSAGES"
+MESSAGES = Path(__file__).resolve().parents[1] / "docs" / "locale" / "zh_CN" / "LC_MESSAGES"
 
 
 def progress(messages: Path = MESSAGES) -> list[tuple[str, int, int, int]]:

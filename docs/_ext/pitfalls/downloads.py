@@ -3,7 +3,7 @@
 sphinx-gallery offers each page as a ``.py`` script, a Jupyter notebook and a zip of both; its
 files are the English source as it is, with reST roles in the prose. This module writes the
 downloads of both languages itself, from the example sources and the pages' catalogs, and points
-the pages' download links at them (:func:`_point_downloads`):
+the pages' download links at them (:func:`point_downloads`):
 
 - the prose (docstring and text cells) in the build's language, from the page's catalog
   (``docs/locale/<language>/LC_MESSAGES/auto_examples/<topic>/plot_<slug>.po``);
@@ -32,8 +32,9 @@ import unicodedata
 import zipfile
 from pathlib import Path
 
-DOCS = Path(__file__).resolve().parents[1]
-ROOT = DOCS.parent
+from .common import DOCS, ROOT, digest_of, language_of, stamp, up_to_date, write_if_changed
+from .inventory import torch_inventory
+
 EXAMPLES = ROOT / "examples"
 #: Where the generated downloads live, per language (inside the Sphinx source folder, so that
 #: ``:download:`` can reach them as ``/_build/downloads/<language>/…``).
@@ -172,20 +173,6 @@ class Context:
 
     def translate(self, text: str) -> str:
         return self.table.get(_key(text), text) if self.table else text
-
-
-@functools.lru_cache(maxsize=1)
-def torch_inventory() -> dict[str, str]:
-    """PyTorch names → their documentation URL, from docs/_inventories/torch.txt."""
-    import pitfalls_sphinx
-
-    found = {}
-    for line in (DOCS / "_inventories" / "torch.txt").read_text(encoding="utf-8").splitlines():
-        fields = line.split()
-        if len(fields) == 3 and not line.startswith("#"):
-            name, _, uri = fields
-            found[name] = pitfalls_sphinx.TORCH_DOCS + uri.replace("$", name)
-    return found
 
 
 # -- reST to readable text -----------------------------------------------------------------------
@@ -509,111 +496,40 @@ def _entry(name: str) -> zipfile.ZipInfo:
     return info
 
 
-def write_if_changed(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` unless it holds them already."""
-    if not path.exists() or path.read_bytes() != data:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-
-
-# -- Links to the repository (when one is configured) --------------------------------------------
-
-REPOSITORY_ENV = "TORCH_PITFALLS_REPOSITORY"
-"""The one setting of the repository links: ``https://github.com/<owner>/<name>`` (its default
-branch ``main``) or ``https://github.com/<owner>/<name>/tree/<branch>``. Unset: no such links."""
-
-#: The branch that the GitHub workflow publishes the downloads to (Colab opens notebooks from it).
-NOTEBOOKS_BRANCH = "notebooks"
-
-LINK_WORDS = {
-    "en": {"colab": "Open in Colab", "edit": "Edit on GitHub", "report": "Report a problem",
-           "edit_translation": "Edit the translation on GitHub", "issue": "Problem on the page"},
-    "zh_CN": {"colab": "在 Colab 中打开", "edit": "在 GitHub 上编辑", "report": "报告问题",
-              "edit_translation": "在 GitHub 上编辑译文", "issue": "页面问题"},
-}  # fmt: skip
-
-
-def repository(setting: str | None = None) -> tuple[str, str, str, str] | None:
-    """``(url, owner, name, branch)`` of the configured GitHub repository, or ``None``.
-
-    >>> repository("https://github.com/someone/torch-pitfalls/tree/dev")
-    ('https://github.com/someone/torch-pitfalls', 'someone', 'torch-pitfalls', 'dev')
-    >>> repository("")
-    """
-    import os
-
-    value = (os.environ.get(REPOSITORY_ENV, "") if setting is None else setting).strip()
-    if not value:
-        return None
-    match = re.fullmatch(
-        r"https://github\.com/([\w.-]+)/([\w.-]+?)(?:\.git)?(?:/tree/(.+))?/?", value
-    )
-    if not match:
-        raise ValueError(f"{REPOSITORY_ENV} must be https://github.com/OWNER/NAME, got {value!r}")
-    owner, name, branch = match[1], match[2], match[3] or "main"
-    return f"https://github.com/{owner}/{name}", owner, name, branch
-
-
-def repository_links(
-    pagename: str, source: str, language: str, title: str, page: str, setting: str | None = None
-) -> list[tuple[str, str]]:
-    """``(label, URL)`` of the links a page offers to the repository: none when unconfigured.
-
-    ``source`` is the page's source file relative to the repository root; ``page`` its address.
-    """
-    from urllib.parse import quote, urlencode
-
-    found = repository(setting)
-    if not found:
-        return []
-    url, owner, name, branch = found
-    words = LINK_WORDS[language]
-    links = []
-    gallery = re.fullmatch(r"auto_examples/([\w-]+)/(plot_\w+)", pagename)
-    if gallery:
-        notebook = f"{language}/auto_examples/{gallery[1]}/{gallery[2]}.ipynb"
-        links.append(
-            (words["colab"],
-             f"https://colab.research.google.com/github/{owner}/{name}/blob/"
-             f"{NOTEBOOKS_BRANCH}/{notebook}")
-        )  # fmt: skip
-        source = f"examples/{gallery[1]}/{gallery[2]}.py"
-    if language != "en":
-        catalog_path = f"docs/locale/{language}/LC_MESSAGES/{pagename}.po"
-        links.append((words["edit_translation"], f"{url}/edit/{branch}/{catalog_path}"))
-    links.append((words["edit"], f"{url}/edit/{branch}/{quote(source)}"))
-    query = urlencode({"title": f"{words['issue']}: {title}", "body": page})
-    links.append((words["report"], f"{url}/issues/new?{query}"))
-    return links
-
-
-def _links_in_context(app, pagename, templatename, context, doctree) -> None:
-    from torch_pitfalls.catalog import site_url
-
-    language = language_of(app.config)
-    source = app.env.doc2path(pagename, False) if pagename in app.env.all_docs else None
-    if source is None:
-        context["pitfalls_repository_links"] = []
-        return
-    title = re.sub(r"<[^>]+>", "", context.get("title") or pagename)
-    page = f"{site_url()}/{language}/{pagename}.html"
-    context["pitfalls_repository_links"] = repository_links(
-        pagename, f"docs/{Path(source).as_posix()}", language, title, page
-    )
-
-
 # -- Sphinx wiring -------------------------------------------------------------------------------
 
 
-def language_of(config) -> str:
-    return "zh_CN" if (config.language or "en").replace("-", "_").startswith("zh") else "en"
+def downloads_digest(language: str) -> str:
+    """What the downloads of one language are made from: the examples, their catalogs, the
+    inventory, the project's version, the site's address and this code."""
+    import sphinx_gallery
+
+    from torch_pitfalls import catalog as pages
+
+    messages = DOCS / "locale" / language / "LC_MESSAGES" / "auto_examples"
+    sources = [
+        *examples(),
+        *sorted(messages.glob("*/plot_*.po")),
+        *(Path(__file__).parent / name for name in ("downloads.py", "inventory.py", "common.py")),
+        Path(pages.__file__).with_name("pages.toml"),
+        DOCS / "_inventories" / "torch.txt",
+        ROOT / "pyproject.toml",
+    ]
+    return digest_of(sources, language, pages.site_url(), sphinx_gallery.__version__)
 
 
-def _write_downloads(app) -> None:
-    write_downloads(language_of(app.config))
+def write_downloads_of_build(app) -> None:
+    """builder-inited: write this language's downloads, unless their inputs are unchanged."""
+    language = language_of(app.config)
+    base = DOWNLOADS / language / "auto_examples"
+    digest = downloads_digest(language)
+    if up_to_date(f"downloads-{language}", digest, [base / "auto_examples_python.zip"]):
+        return
+    write_downloads(language)
+    stamp(f"downloads-{language}", digest)
 
 
-def _point_downloads(app, doctree) -> None:
+def point_downloads(app, doctree) -> None:
     """Point the gallery's download links at this language's generated files.
 
     Runs before Sphinx's own collector of download files (priority 400 < 500), which then copies
@@ -639,7 +555,7 @@ def _point_downloads(app, doctree) -> None:
             node["reftarget"] = "/" + generated.relative_to(DOCS).as_posix()
 
 
-def _publish_wheel(app, exception) -> None:
+def publish_wheel(app, exception) -> None:
     """Build the helper package's wheel into ``<site>/wheels/`` (``docs/_build/html/wheels``),
     once for both languages: again only when the package's sources are newer than the wheel."""
     if exception is not None or app.builder.format != "html":
@@ -649,11 +565,3 @@ def _publish_wheel(app, exception) -> None:
     if wheel.exists() and all(p.stat().st_mtime <= wheel.stat().st_mtime for p in sources):
         return
     build_wheel(wheel.parent)
-
-
-def setup(app):
-    app.connect("builder-inited", _write_downloads)
-    app.connect("doctree-read", _point_downloads, priority=400)
-    app.connect("build-finished", _publish_wheel)
-    app.connect("html-page-context", _links_in_context)
-    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -4,9 +4,10 @@ Rows: fresh environment setup; clean build of each language with the number of e
 no-change rebuild; each example's run time on this build's device (from sphinx-gallery's junit
 report); the test suite. Then the detectors: the runtime guards' overhead on two training loops, a
 tiny MLP and a small CNN (ratio of the loop's time with guards to its time without, measured side
-by side: see guard_ratio), and the static checker's speed (lines of this repository's Python per
-second). Times depend on the machine; this one prints what it measured. ``--no-fresh`` skips the
-environment setup, ``--detectors`` measures the detectors only.
+by side with torch_pitfalls.measure.compare_times: see guard_ratio), and the static checker's
+speed (lines of this repository's Python per second). Times depend on the machine; this one
+prints what it measured. ``--no-fresh`` skips the environment setup, ``--detectors`` measures
+the detectors only.
 Targets (2-core machine, environment present; catalog part 2b, 61 pages): clean build of both
 languages <= 90 s, no-change rebuild of both <= 10 s, no example over 5 s on CPU, `nox -s tests`
 <= 120 s; guards with the default rules on CPU <= 1.2x on ten training steps of the tiny MLP and
@@ -27,8 +28,8 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-DOCS = Path(__file__).resolve().parents[1]
-ROOT = DOCS.parent
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
 BUILD = DOCS / "_build"
 TORCH = os.environ.get("TORCH_PITFALLS_TORCH", "torch==2.13.0")
 
@@ -199,51 +200,31 @@ def _tiny_mlp():
     return model, torch.randn(128, 64), torch.randint(0, 10, (128,))
 
 
-def guard_ratio(
-    train, make_guards, rounds: int, block: float, device: str = "cpu", repeat: int = 3
-) -> tuple[float, float, float, float]:
-    """Time ``train`` without and with guards side by side; return the ratio and the plain time.
+def guard_ratio(train, make_guards, rounds: int, block: float) -> tuple[float, float]:
+    """Time ``train`` without and with guards; return the ratio (guarded / plain) and the plain
+    time of one call, in seconds.
 
-    A :class:`torch.utils.benchmark.Timer` times the loop on one intra-op thread, by the CPU time
-    of this thread on CPU (:func:`time.thread_time`: the time that other processes take from it
-    is not counted) and by the wall clock on CUDA. A first
-    :meth:`~torch.utils.benchmark.Timer.blocked_autorange` of each (also a warm-up) sets how many
-    calls a timing makes, about ``block`` seconds. Then each round times the loop ``repeat`` times
-    without guards and ``repeat`` times with guards entered, alternately, the side that starts
-    alternating from round to round (``Timer.timeit``; the guards are entered and left outside
-    the timings), and keeps the fastest timing of each side: another process only ever adds
-    time, through the caches it takes over, and both sides of a round see the same load. The
-    ratio is the median over the rounds of the round's ratio. Returns that median ratio
-    (guarded / plain), the first and third quartiles of the rounds' ratios (their spread), and
-    the median over rounds of the time of one call without guards, in seconds.
+    The site's one timing method, :func:`torch_pitfalls.measure.compare_times`: ``rounds``
+    interleaved rounds of timings of about ``block`` seconds on one intra-op thread, the fastest
+    timing of each side kept. The guards (and a filter that silences their warnings) are entered
+    around each guarded timing and left after it, outside the timed calls: a training loop enters
+    them once, not once per step.
     """
-    import statistics
     import warnings
 
-    from torch.utils import benchmark
+    from torch_pitfalls.measure import compare_times
 
-    clock = time.thread_time if device == "cpu" else time.perf_counter
-    timer = benchmark.Timer(stmt="train()", globals={"train": train}, num_threads=1, timer=clock)
-
-    def timed(guarded: bool, number: int | None = None) -> float:
+    @contextlib.contextmanager
+    def guarded():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            with make_guards() if guarded else contextlib.nullcontext():
-                if number is None:
-                    return timer.blocked_autorange(min_run_time=block).median
-                return timer.timeit(number).median
+            with make_guards():
+                yield
 
-    number = max(1, round(block / min(timed(False), timed(True))))
-    plain_times, ratios = [], []
-    for r in range(rounds):
-        times = {False: float("inf"), True: float("inf")}
-        for _ in range(repeat):
-            for guarded in ((False, True), (True, False))[r % 2]:
-                times[guarded] = min(times[guarded], timed(guarded, number))
-        plain_times.append(times[False])
-        ratios.append(times[True] / times[False])
-    low, _, high = statistics.quantiles(ratios, n=4)
-    return statistics.median(ratios), low, high, statistics.median(plain_times)
+    plain, with_guards = compare_times(
+        train, train, rounds=rounds, block=block, contexts=[contextlib.nullcontext, guarded]
+    )
+    return with_guards / plain, plain
 
 
 def detectors() -> None:
@@ -278,23 +259,17 @@ def detectors() -> None:
             train()  # warm-up: optimizer state, allocator
             for label, options in (("default rules", {}), ("opt-in TP010", {"enable": ["TP010"]})):
                 make_guards = functools.partial(torch_pitfalls.guards, model, optimizer, **options)
-                ratio, low, high, plain = guard_ratio(
-                    train,
-                    make_guards,
-                    rounds=rounds,
-                    block=block,
-                    device=device,
-                )
+                ratio, plain = guard_ratio(train, make_guards, rounds=rounds, block=block)
                 note = (
-                    f"x the time without guards ({plain * 1e3:.1f} ms; median of {rounds} "
-                    f"interleaved rounds, quartiles {low:.2f}-{high:.2f})"
+                    f"x the time without guards ({plain * 1e3:.1f} ms; fastest of {rounds} "
+                    "interleaved rounds, measure.compare_times)"
                 )
                 if label == "default rules" and device == "cpu":
                     note += f"; target <= {limit:g}x: {'met' if ratio <= limit else 'NOT met'}"
                 rows.append((f"guards ({label}), {name} on {device}", ratio, note))
     sources = [
         (path, path.read_text(encoding="utf-8"))
-        for folder in ("src", "examples", "tests", "docs/_ext")
+        for folder in ("src", "examples", "tests", "docs/_ext", "tools")
         for path in sorted((ROOT / folder).rglob("*.py"))
     ]
     lines = sum(text.count("\n") + 1 for _, text in sources)

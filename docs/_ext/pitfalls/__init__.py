@@ -1,0 +1,96 @@
+"""The Sphinx extension of torch-pitfalls: ``extensions = [..., "pitfalls"]`` in docs/conf.py,
+after sphinx-gallery (whose ``builder-inited`` handler runs the examples before this one's).
+
+One module per concern:
+
+- :mod:`.common`: folders, the build's language, shared helpers;
+- :mod:`.gallery`: example order, the example about to run, when examples run again,
+  thumbnails in the page's language;
+- :mod:`.outputs`: recordings in boxes of their own, messages in the page's language;
+- :mod:`.figures` and :mod:`.cards`: translated figures, cards for pages without a figure;
+- :mod:`.downloads`: the pages as scripts and notebooks in both languages, and the wheel;
+- :mod:`.repository_links`: "Open in Colab", "Edit on GitHub", "Report a problem";
+- :mod:`.indexes`: the error index, the symptom index, "See also";
+- :mod:`.search`: all of the search (index entries, scorer, languages);
+- :mod:`.releases_section`: "Across releases" on each page and the release matrix;
+- :mod:`.tables`: the one table builder; the glossary and rule tables;
+- :mod:`.inventory`: the offline inventory of PyTorch's objects.
+
+:func:`setup` registers every part, in the order below: handlers of one event at one priority run
+in the order they are connected.
+"""
+
+from __future__ import annotations
+
+from . import (
+    cards,
+    downloads,
+    figures,
+    gallery,
+    indexes,
+    outputs,
+    releases_section,
+    repository_links,
+    search,
+    tables,
+)
+
+
+def setup(app):
+    # -- Settings that follow from the build's language ---------------------------------------
+    app.connect("config-inited", gallery.junit_per_language)
+    app.connect("config-inited", outputs.base_url_per_language)
+    app.connect("config-inited", search.configure_scorer)
+
+    # -- What is read again ---------------------------------------------------------------------
+    # The first build of a `nox -s docs` run (English) finds the examples' stamp stale when the
+    # helpers, torch or the device changed, and re-runs the examples; the second (Chinese) finds it
+    # current and reuses their outputs.
+    gallery.invalidate_stale_examples()
+    app.connect("env-get-outdated", gallery.outdated_environment_pages)
+    app.connect("env-get-outdated", search.reindex_when_variants_change)
+    app.connect("env-get-outdated", indexes.reread_on_catalog_change)
+    app.connect("env-get-outdated", releases_section.recordings_changed)
+    app.connect("env-before-read-docs", indexes.indexes_last)
+    app.connect("env-purge-doc", indexes.purge)
+    app.connect("env-merge-info", indexes.merge)
+
+    # -- Before and after sphinx-gallery runs the examples (builder-inited) ---------------------
+    app.connect("builder-inited", figures.rerun_unkept, priority=100)  # before sphinx-gallery
+    app.connect("builder-inited", downloads.write_downloads_of_build)
+    app.connect("builder-inited", cards.draw_cards)  # after: a page's first figure is its card
+    app.connect("builder-inited", figures.render_figures_of_build)
+
+    # -- Each page as it is read (doctree-read) --------------------------------------------------
+    # Priority 400, before Sphinx's own collectors (500): Sphinx copies the downloads the links
+    # point to, and puts the "Across releases" section into the page's table of contents.
+    app.connect("doctree-read", downloads.point_downloads, priority=400)
+    app.connect("doctree-read", figures.localize_figures, priority=400)
+    app.connect("doctree-read", releases_section.page_tables, priority=400)
+    app.connect("doctree-read", gallery.translate_gallery_thumbnails)
+    app.connect("doctree-read", outputs.rework_outputs)
+    app.connect("doctree-read", indexes.collect)  # after rework_outputs: the final blocks
+    app.connect("doctree-read", search.index_entries)
+    app.connect("doctree-read", indexes.see_also)  # after page_tables: before the downloads
+
+    # -- Directives --------------------------------------------------------------------------------
+    app.add_directive("pitfalls-glossary", tables.glossary_directive())
+    app.add_directive("pitfalls-rules", tables.rules_directive())
+    app.add_directive("pitfalls-error-index", indexes.error_index_directive())
+    app.add_directive("pitfalls-symptom-index", indexes.symptom_index_directive())
+    app.add_directive("pitfalls-release-matrix", releases_section.matrix_directive())
+
+    # -- Once every page is read, and when writing ------------------------------------------------
+    app.connect("env-updated", search.write_scorer)
+    app.connect("env-updated", search.keep_index_entries_in_search)
+    app.connect("env-check-consistency", indexes.check)
+    app.connect("doctree-resolved", indexes.resolve_index_links)
+    app.connect("html-page-context", outputs.recordings_in_context)
+    app.connect("html-page-context", repository_links.links_in_context)
+    app.connect("build-finished", downloads.publish_wheel)
+
+    # -- Search languages: English and Chinese, one registration -----------------------------------
+    search.search_languages(app)
+
+    # The error index lists what every page printed: the pages are read in one process.
+    return {"parallel_read_safe": False, "parallel_write_safe": True}

@@ -1,0 +1,337 @@
+"""Search: every piece of the site's search, on Sphinx's own machinery.
+
+- **Index entries** (:func:`index_entries`): the phrases a page's catalog record declares
+  (``search``; the Chinese ones on the Chinese build) become index entries of the page, which
+  Sphinx's search ranks above full-text matches; :func:`keep_index_entries_in_search` keeps those
+  of the pages a build does not write again.
+- **Scorer** (:func:`write_scorer`, ``html_search_scorer``, one per language, written once every
+  page is read): Sphinx's default scores plus a bonus for the page a query names, a declared
+  phrase or a message the page printed (:mod:`.indexes`); contributors' pages rank lower.
+- **Languages** (:func:`search_languages`, the one ``add_search_language``): each language's query
+  splitter reads a pasted message by its stable beginning (:func:`message_aware`); the Chinese one
+  also indexes and queries overlapping CJK bigrams, and a glossary term under its variants too
+  (:func:`chinese_search`).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import re
+from pathlib import Path
+
+from torch_pitfalls import catalog
+
+from .common import DOCS, GLOSSARY, gallery_slug, language_of, split_variants
+from .indexes import Printed, all_printed, message_head
+
+#: Pages kept low in search results: for contributors, not for readers with a problem.
+LOW_PAGES = ["contributing", "changes", "api", "detectors-api"]
+
+
+def search_phrases(slug: str, language: str) -> tuple[str, ...]:
+    """What readers search for to find the page ``slug``: English phrases on both builds, the
+    Chinese ones on the Chinese build."""
+    page = catalog.page(slug)
+    return page.search + (page.search_zh if language == "zh_CN" else ())
+
+
+# -- Chinese: bigrams and glossary variants ----------------------------------------------------
+#
+# Sphinx's search splits a query at spaces and punctuation only, and Chinese is written without
+# spaces: a reader types 梯度累积, not 梯度 累积. So both sides use overlapping character bigrams of
+# every run of CJK characters (plus jieba's words in the index): the query 梯度累积 becomes
+# 梯度 / 度累 / 累积, and Sphinx returns the pages that contain all three, i.e. the phrase.
+
+CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+
+
+def cjk_bigrams(text: str) -> list[str]:
+    """Overlapping two-character terms of every CJK run; a lone character stays as it is.
+
+    >>> cjk_bigrams("用 PyTorch 做梯度累积")
+    ['用', '做梯', '梯度', '度累', '累积']
+    """
+    terms = []
+    for run in CJK_RUN.findall(text):
+        terms.extend([run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)])
+    return terms
+
+
+#: ``splitQuery`` for the search page: the same bigrams as :func:`cjk_bigrams`, plus every
+#: non-CJK word, as Sphinx's default splitter returns it.
+CJK_SPLIT_QUERY_JS = r"""
+var splitQuery = (query) => {
+  const cjk = /[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+/gu;
+  const terms = [];
+  for (const part of query.split(/[^\p{Letter}\p{Number}_\p{Emoji_Presentation}]+/gu)) {
+    if (!part) continue;
+    const runs = part.match(cjk) || [];
+    for (const run of runs) {
+      if (run.length === 1) terms.push(run);
+      else for (let i = 0; i + 2 <= run.length; i++) terms.push(run.slice(i, i + 2));
+    }
+    for (const latin of part.split(cjk)) if (latin) terms.push(latin);
+  }
+  return terms;
+};
+"""
+
+
+def search_variants(path: Path = GLOSSARY) -> dict[str, list[str]]:
+    """Glossary term → the other ways readers write it (its ``variants`` column).
+
+    The site writes each term one way (清空梯度); readers search with the variant they know
+    (梯度清零). The Chinese search index gives a page that holds a term the variants too.
+    """
+    import csv
+
+    with path.open(encoding="utf-8") as file:
+        return {
+            row["chinese"]: split_variants(row["variants"])
+            for row in csv.DictReader(file)
+            if split_variants(row.get("variants") or "")
+        }
+
+
+def variant_terms(text: str, variants: dict[str, list[str]]) -> list[str]:
+    """The other forms of every glossary term that ``text`` holds in any of its forms, each once.
+
+    >>> table = {"清空梯度": ["梯度清空", "梯度清零"], "优化器": ["优化算法"]}
+    >>> variant_terms("用 zero_grad() 清空梯度", table)
+    ['梯度清空', '梯度清零']
+    >>> variant_terms("一个训练步与梯度清空", table)
+    ['清空梯度', '梯度清零']
+    """
+    found: list[str] = []
+    table = tuple((term, tuple(others)) for term, others in variants.items())
+    starts = _terms_by_first_character(table)
+    # Only the terms with a form that starts with a character of the text can be in it: the
+    # search index calls this for every text of every page.
+    candidates = {i for character in set(text) for i in starts.get(character, ())}
+    for i in sorted(candidates):
+        term, others = table[i]
+        forms = [term, *others]
+        if any(form in text for form in forms):
+            found.extend(form for form in forms if form not in text and form not in found)
+    return found
+
+
+@functools.lru_cache(maxsize=4)
+def _terms_by_first_character(table: tuple[tuple[str, tuple[str, ...]], ...]) -> dict:
+    """First character of a form → the positions of the terms in ``table`` with such a form."""
+    starts: dict[str, set[int]] = {}
+    for i, (term, others) in enumerate(table):
+        for form in (term, *others):
+            if form:
+                starts.setdefault(form[0], set()).add(i)
+    return starts
+
+
+def reindex_when_variants_change(app, env, added, changed, removed):
+    """Re-read every page when the glossary changes: its variants are in every page's index."""
+    digest = hashlib.sha256(GLOSSARY.read_bytes()).hexdigest()
+    if getattr(env, "torch_pitfalls_glossary", None) == digest:
+        return []
+    env.torch_pitfalls_glossary = digest
+    return sorted(env.found_docs)
+
+
+def chinese_search():
+    from sphinx.search.zh import SearchChinese
+
+    variants = search_variants()
+
+    class SearchChineseBigrams(SearchChinese):
+        """Sphinx's Chinese search (jieba words) plus CJK bigrams, in the index and the query;
+        a text that holds a glossary term is indexed under the term's variants too."""
+
+        js_splitter_code = CJK_SPLIT_QUERY_JS
+        # Sphinx 9.0's Chinese search ships the English stemmer but writes
+        # `window.Stemmer = ChineseStemmer`, which is undefined: search then fails in the browser.
+        language_name = "English"
+
+        def split(self, input: str) -> list[str]:
+            # The same texts come back on many pages (headings, labels, code): split each once.
+            if input not in self._pitfalls_split:
+                terms = super().split(input) + cjk_bigrams(input)
+                for variant in variant_terms(input, variants):
+                    terms += super().split(variant) + cjk_bigrams(variant)
+                self._pitfalls_split[input] = terms
+            return list(self._pitfalls_split[input])
+
+        _pitfalls_split: dict[str, list[str]] = {}
+
+    return SearchChineseBigrams
+
+
+# -- Index entries for the declared phrases -------------------------------------------------------
+
+
+def index_entries(app, doctree) -> None:
+    """Give each gallery page an index entry per declared search phrase.
+
+    CJK phrases only on the Chinese build, so that the English index lists English terms.
+    """
+    from docutils import nodes
+    from sphinx import addnodes
+
+    slug = gallery_slug(app.env.docname)
+    phrases = search_phrases(slug, language_of(app.config)) if slug else ()
+    section = next(iter(doctree.findall(nodes.section)), None)
+    if not phrases or section is None:
+        return
+    target_id = f"search-{slug}"
+    index = addnodes.index(entries=[("single", p, target_id, "main", None) for p in phrases])
+    target = nodes.target("", "", ids=[target_id])
+    position = 1 if section.children and isinstance(section[0], nodes.title) else 0
+    section.insert(position, index)
+    section.insert(position, target)
+    domain = app.env.domains.index_domain
+    domain.entries.setdefault(app.env.docname, []).extend(index["entries"])
+
+
+def keep_index_entries_in_search(app, env) -> None:
+    """Give Sphinx's search the index entries of the pages this build does not write again.
+
+    Sphinx collects them for the search index while writing a page and keeps them on the
+    environment, which is saved before the pages are written: on the next build, a page that is
+    not written again drops out of the search's index entries. The index domain keeps them all.
+    """
+    from sphinx.util.index_entries import split_index_msg
+
+    stored = env._search_index_index_entries
+    for docname, entries in env.domains.index_domain.entries.items():
+        if docname in stored:
+            continue
+        found = set()
+        for entry_type, value, target_id, main, _key in entries:
+            try:
+                terms = split_index_msg(entry_type, value)
+            except ValueError:
+                continue
+            found |= {(term, target_id or "", main) for term in terms}
+        stored[docname] = sorted(found)
+
+
+# -- Search scorer --------------------------------------------------------------------------------
+
+SCORER_JS = r"""
+// Generated by docs/_ext/pitfalls/search.py: Sphinx's default scores, plus a bonus for the page
+// that a query names (a phrase of a page's record in the catalog or a message the page printed).
+var PITFALLS_PHRASES = __PHRASES__;
+var PITFALLS_LOW = __LOW__;
+var pitfallsNormal = (text) => text.toLowerCase()
+  .replace(/^\s*[\w.]*(error|warning|exception):\s*/, "")
+  .replace(/\d+/g, "0").replace(/\s+/g, " ").trim();
+var Scorer = {
+  score: (result) => {
+    const [docname, title, anchor, descr, score, filename, kind] = result;
+    const query = pitfallsNormal(new URLSearchParams(window.location.search).get("q") || "");
+    let bonus = 0;
+    for (const [phrase, weight] of PITFALLS_PHRASES[docname] || []) {
+      const norm = pitfallsNormal(phrase);
+      if (norm.length < 3) continue;
+      if (query.includes(norm)) bonus = Math.max(bonus, 50 + weight + 2 * norm.length);
+      else if (norm.includes(query) && 2 * query.length >= norm.length)
+        bonus = Math.max(bonus, 50 + weight + 2 * query.length);
+    }
+    if (PITFALLS_LOW.includes(docname)) bonus -= 10;
+    return score + bonus;
+  },
+  objNameMatch: 11,
+  objPartialMatch: 6,
+  objPrio: { 0: 15, 1: 5, 2: -5 },
+  objPrioDefault: 0,
+  title: 15,
+  partialTitle: 7,
+  term: 5,
+  partialTerm: 2,
+};
+"""
+
+
+#: Sphinx's search wants every word of a query on one page, and a pasted message names shapes,
+#: devices and operations of the reader's code, not the page's: a query that is a message
+#: (``SomeError: ...``, or a long line) is searched by its stable beginning, cut where
+#: :func:`message_head` cuts. The scorer still sees the whole query.
+MESSAGE_QUERY_JS = r"""
+var pitfallsMessageHead = (query) => {
+  const message = query.match(/^\s*[\w.]*(?:error|warning|exception):\s*(\S[\s\S]*)$/i);
+  const text = message ? message[1] : query;
+  if (!message && text.length < 60) return query;
+  const head = text.split(/\. |: \[| \(|\.$|:$|\n/)[0].trim();
+  return head.length >= 12 ? head : query;
+};
+"""
+#: Sphinx's own splitter (searchtools.js), for a language that has no splitter of its own.
+DEFAULT_SPLITTER_JS = r"""
+var splitQuery = (query) =>
+  query.split(/[^\p{Letter}\p{Number}_\p{Emoji_Presentation}]+/gu).filter((term) => term);
+"""
+WRAP_SPLITTER_JS = r"""
+var pitfallsSplitQuery = splitQuery;
+splitQuery = (query) => pitfallsSplitQuery(pitfallsMessageHead(query));
+"""
+
+
+def message_aware(language_class):
+    """A subclass of a Sphinx search language whose query splitter reads pasted messages."""
+    code = language_class.js_splitter_code or DEFAULT_SPLITTER_JS
+    return type(
+        language_class.__name__,
+        (language_class,),
+        {"js_splitter_code": MESSAGE_QUERY_JS + code + WRAP_SPLITTER_JS},
+    )
+
+
+def search_languages(app) -> None:
+    """Register the site's search languages: English and Chinese, both message-aware, Chinese
+    with bigrams and glossary variants (the one call of ``add_search_language``)."""
+    from sphinx.search import languages
+    from sphinx.util import import_object
+
+    for lang in ("en", "zh"):
+        base = chinese_search() if lang == "zh" else languages[lang]
+        if isinstance(base, str):
+            base = import_object(base)
+        app.add_search_language(message_aware(base))
+
+
+def scorer_path(language: str) -> Path:
+    """Where the scorer of one language is written (``html_search_scorer``)."""
+    return DOCS / "_build" / "search-scorer" / f"{language}.js"
+
+
+def scorer_phrases(printed: list[Printed], language: str = "zh_CN") -> dict[str, list]:
+    """docname → ``[phrase, weight]``: declared phrases weigh more than printed messages."""
+    phrases: dict[str, list] = {}
+    for page in catalog.pages():
+        declared = search_phrases(page.slug, language)
+        phrases.setdefault(page.docname, []).extend([p, 20] for p in declared)
+    for item in printed:
+        known = phrases.setdefault(item.docname, [])
+        for text in (item.message, message_head(item.message)):
+            if [text, 0] not in known:
+                known.append([text, 0])
+    return phrases
+
+
+def write_scorer(app, env) -> None:
+    """Write this language's scorer once every page is read (Sphinx reads it when writing)."""
+    phrases = scorer_phrases(all_printed(env), language_of(app.config))
+    text = SCORER_JS.replace("__PHRASES__", json.dumps(phrases, ensure_ascii=False, sort_keys=True))
+    text = text.replace("__LOW__", json.dumps(LOW_PAGES))
+    path = Path(app.config.html_search_scorer)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        path.write_text(text, encoding="utf-8")
+
+
+def configure_scorer(app, config) -> None:
+    config.html_search_scorer = str(scorer_path(language_of(config)))
+    path = Path(config.html_search_scorer)
+    if not path.exists():  # read before any page is: written for real by _write_scorer
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("", encoding="utf-8")
