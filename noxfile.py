@@ -136,6 +136,17 @@ def releases(session: nox.Session) -> None:
     )
 
 
+@nox.session(venv_backend="none")
+def new(session: nox.Session) -> None:
+    """Start a new pitfall page: ``nox -s new -- SLUG TOPIC``.
+
+    Writes the page's skeleton in the catalog's arc (examples/<topic>/plot_<slug>.py), its record in
+    src/torch_pitfalls/catalog/pages.toml and its cheat-sheet entry; then write the page, run
+    ``nox -s i18n`` and translate its catalog. Needs nothing but Python.
+    """
+    session.run("python3", "-m", "tools.new_page", *session.posargs, external=True, env=SOURCES)
+
+
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
     """Run every example on every available device, the doctests, the helper and catalog tests."""

@@ -1,4 +1,4 @@
-"""Start a new pitfall page: ``nox -s new -- SLUG TOPIC``.
+"""Start a new pitfall page: ``nox -s new -- SLUG TOPIC`` (``python -m tools.new_page``).
 
 Writes what a page needs before its content, each in its one home:
 
@@ -22,9 +22,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from torch_pitfalls import catalog  # standard library only: `nox -s new` puts src/ on the path
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))  # the catalog needs only the standard library
-from torch_pitfalls import catalog  # noqa: E402
 
 CATALOG_FILE = ROOT / "src" / "torch_pitfalls" / "catalog" / "pages.toml"
 CHEATSHEET = ROOT / "docs" / "cheatsheet.md"

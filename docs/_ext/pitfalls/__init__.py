@@ -76,6 +76,7 @@ def setup(app):
     # -- Directives --------------------------------------------------------------------------------
     app.add_directive("pitfalls-glossary", tables.glossary_directive())
     app.add_directive("pitfalls-rules", tables.rules_directive())
+    app.add_directive("pitfalls-rule-modules", tables.rule_modules_directive())
     app.add_directive("pitfalls-error-index", indexes.error_index_directive())
     app.add_directive("pitfalls-symptom-index", indexes.symptom_index_directive())
     app.add_directive("pitfalls-release-matrix", releases_section.matrix_directive())

@@ -10,6 +10,8 @@ import ast
 import re
 from pathlib import Path
 
+from torch_pitfalls import catalog
+
 from .common import GALLERY_DIR, ROOT, digest_of, stamp, up_to_date
 from .figures import save
 
@@ -27,7 +29,7 @@ def card_words(path: Path) -> list[str]:
         found = [a or b for a, b in LITERAL.findall(source)]
         if found:
             return list(dict.fromkeys(found))[:3]
-    return [path.stem.removeprefix("plot_")]
+    return [catalog.slug_of(path)]
 
 
 def draw_card(path: Path, target: Path, size=(400, 280)) -> None:

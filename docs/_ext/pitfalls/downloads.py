@@ -32,6 +32,8 @@ import unicodedata
 import zipfile
 from pathlib import Path
 
+from torch_pitfalls import catalog as pages
+
 from .common import DOCS, ROOT, digest_of, language_of, stamp, up_to_date, write_if_changed
 from .inventory import torch_inventory
 
@@ -212,11 +214,10 @@ def inline(text: str, ctx: Context, markdown: bool) -> str:
 
 
 def reference(kind: str, shown: str | None, target: str, ctx: Context, markdown: bool) -> str:
-    from torch_pitfalls.catalog import site_url
 
     if kind == "doc":
         page = target.lstrip("/")
-        url = f"{site_url()}/{ctx.language}/{page}.html"
+        url = pages.document_url(page, language=ctx.language)
         shown = shown or page.replace("-", " ").capitalize()
     elif target in ctx.pages:
         path = ctx.pages[target]

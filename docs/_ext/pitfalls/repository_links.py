@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from torch_pitfalls import catalog
+
 from .common import language_of
 
 # -- Links to the repository (when one is configured) --------------------------------------------
@@ -65,15 +67,16 @@ def repository_links(
     url, owner, name, branch = found
     words = LINK_WORDS[language]
     links = []
-    gallery = re.fullmatch(r"auto_examples/([\w-]+)/(plot_\w+)", pagename)
-    if gallery:
-        notebook = f"{language}/auto_examples/{gallery[1]}/{gallery[2]}.ipynb"
+    slug = catalog.slug_of(pagename) if pagename.startswith(catalog.GALLERY + "/") else None
+    if slug:
+        page = catalog.page(slug)
+        notebook = f"{language}/{page.docname}.ipynb"
         links.append(
             (words["colab"],
              f"https://colab.research.google.com/github/{owner}/{name}/blob/"
              f"{NOTEBOOKS_BRANCH}/{notebook}")
         )  # fmt: skip
-        source = f"examples/{gallery[1]}/{gallery[2]}.py"
+        source = page.example(Path("examples")).as_posix()
     if language != "en":
         catalog_path = f"docs/locale/{language}/LC_MESSAGES/{pagename}.po"
         links.append((words["edit_translation"], f"{url}/edit/{branch}/{catalog_path}"))
@@ -84,7 +87,6 @@ def repository_links(
 
 
 def links_in_context(app, pagename, templatename, context, doctree) -> None:
-    from torch_pitfalls.catalog import site_url
 
     language = language_of(app.config)
     source = app.env.doc2path(pagename, False) if pagename in app.env.all_docs else None
@@ -92,7 +94,7 @@ def links_in_context(app, pagename, templatename, context, doctree) -> None:
         context["pitfalls_repository_links"] = []
         return
     title = re.sub(r"<[^>]+>", "", context.get("title") or pagename)
-    page = f"{site_url()}/{language}/{pagename}.html"
+    page = catalog.document_url(pagename, language=language)
     context["pitfalls_repository_links"] = repository_links(
         pagename, f"docs/{Path(source).as_posix()}", language, title, page
     )

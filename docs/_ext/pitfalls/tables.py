@@ -186,3 +186,38 @@ def rules_directive():
             return [result]
 
     return Rules
+
+
+def rule_modules_directive():
+    """``pitfalls-rule-modules``: the documentation of every rule's module, runtime rules then
+    static ones, in id order: the rules are discovered, so no page lists their modules by hand."""
+    from docutils.statemachine import StringList
+    from sphinx.util.docutils import SphinxDirective
+    from sphinx.util.nodes import nested_parse_with_titles
+
+    class RuleModules(SphinxDirective):
+        has_content = False
+
+        def run(self):
+            from docutils import nodes
+
+            from torch_pitfalls import rules
+
+            lines = []
+            for kinds, title in (
+                (("guard", "note"), "The runtime rules"),
+                (("lint",), "The static rules"),
+            ):
+                lines += [title, "-" * len(title), ""]
+                for rule in rules.RULES:
+                    if rule.kind in kinds:
+                        self.env.note_dependency(rule.module.__file__)
+                        lines += [f".. automodule:: {rule.module.__name__}", ""]
+            container = nodes.section()
+            container.document = self.state.document
+            nested_parse_with_titles(
+                self.state, StringList(lines, "pitfalls-rule-modules"), container
+            )
+            return container.children
+
+    return RuleModules

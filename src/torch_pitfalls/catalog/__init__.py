@@ -368,6 +368,19 @@ def page_path(slug: str, *, language: str | None = None) -> str:
     return f"{resolve_language(language)}/{docname(slug)}.html"
 
 
+def document_url(docname: str, *, language: str | None = None, base_url: str | None = None) -> str:
+    """URL of any document of the built site (``"errors"``, ``"auto_examples/index"``) in
+    ``language``: the site's address (:func:`site_url`), the language, the docname, ``.html``.
+
+    >>> document_url("errors", language="zh_CN", base_url="https://example.org")
+    'https://example.org/zh_CN/errors.html'
+
+    Raises:
+        ValueError: ``language`` is not a site language, or the base URL is not a URL.
+    """
+    return f"{site_url(base_url)}/{resolve_language(language)}/{docname}.html"
+
+
 def url(slug: str, *, language: str | None = None, base_url: str | None = None) -> str:
     """URL of the page ``slug`` in ``language`` (see :func:`resolve_language`): the site's address
     (:func:`site_url`) followed by :func:`page_path`.
@@ -376,7 +389,7 @@ def url(slug: str, *, language: str | None = None, base_url: str | None = None) 
         KeyError: ``slug`` is not a page of the catalog.
         ValueError: ``language`` is not a site language, or the base URL is not a URL.
     """
-    return f"{site_url(base_url)}/{page_path(slug, language=language)}"
+    return document_url(docname(slug), language=language, base_url=base_url)
 
 
 def see_also() -> dict[str, list[str]]:
