@@ -69,14 +69,14 @@ def repository_links(
     links = []
     slug = catalog.slug_of(pagename) if pagename.startswith(catalog.GALLERY + "/") else None
     if slug:
-        page = catalog.page(slug)
-        notebook = f"{language}/{page.docname}.ipynb"
+        record = catalog.page(slug)  # not `page`: that is the page's address, for the report
+        notebook = f"{language}/{record.docname}.ipynb"
         links.append(
             (words["colab"],
              f"https://colab.research.google.com/github/{owner}/{name}/blob/"
              f"{NOTEBOOKS_BRANCH}/{notebook}")
         )  # fmt: skip
-        source = page.example(Path("examples")).as_posix()
+        source = record.example(Path("examples")).as_posix()
     if language != "en":
         catalog_path = f"docs/locale/{language}/LC_MESSAGES/{pagename}.po"
         links.append((words["edit_translation"], f"{url}/edit/{branch}/{catalog_path}"))
