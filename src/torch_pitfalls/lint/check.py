@@ -17,8 +17,8 @@ from torch_pitfalls.lint.noqa import without_noqa
 from torch_pitfalls.lint.notebooks import NotebookError, in_cell, read_notebook
 
 SKIPPED_DIRECTORIES = frozenset({"__pycache__", "build"})
-"""Folders :func:`check_paths` does not enter, besides hidden ones (``.git``, ``.nox``, ``.venv``)
-(a folder given explicitly is searched whatever its name)."""
+"""Folders :func:`~torch_pitfalls.lint.check_paths` does not enter, besides hidden ones
+(``.git``, ``.nox``, ``.venv``) (a folder given explicitly is searched whatever its name)."""
 
 PARSE_ERROR = "E999"
 """The id of a finding for a file that is not valid Python (flake8's code)."""
@@ -121,7 +121,7 @@ def check_source(
         RecursionError, MemoryError: ``source`` nests too deeply for Python's own parser (an
             expression of thousands of terms, an ``elif`` chain of thousands of branches);
             :func:`check_paths` reports it instead. Whatever the parser accepts, the checker
-            handles (see :data:`RECURSION_LIMIT`).
+            handles (see :data:`~torch_pitfalls.lint.check.RECURSION_LIMIT`).
         TypeError: ``source`` is not a string.
         KeyError: an id is not a rule's.
         ValueError: an id is a runtime rule's, not a static check's; or ``language`` is not a
