@@ -40,7 +40,7 @@ RUNS = releases.runs()
 #: say yet: each entry is a behaviour to describe on its page (a "Changed in PyTorch X.Y" section
 #: then replaces the entry) or a difference of builds rather than of releases (2.13 is the CPU
 #: wheel; the other releases are CUDA builds, run without a GPU). Regenerate it with
-#: ``python -m tests.test_releases`` after recording, and read what changed.
+#: ``PYTHONPATH=docs/_ext python -m tests.test_releases`` after recording, and read what changed.
 NOT_YET_SAID_FILE = ROOT / "tests" / "releases_not_yet_said.json"
 NOT_YET_SAID: dict[str, str] = json.loads(NOT_YET_SAID_FILE.read_text(encoding="utf-8"))
 

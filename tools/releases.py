@@ -121,11 +121,23 @@ def normalise(text: str, venv: str) -> list[str]:
     return lines
 
 
+#: How the label of a recorded CUDA section starts (torch_pitfalls.recording prints it).
+RECORDED_LABEL = "[Recorded on "
+
+
 def relocate(line: str, version: str = "") -> str:
     """Source locations inside PyTorch, Python (``site-packages/torch/x.py:N``) and C++ (a
     warning's ``Triggered internally at <path>:N.``), without the line numbers and build paths;
-    the version of PyTorch a page prints (``torch.__version__``) as ``<torch version>``."""
-    if version:
+    the version of PyTorch a page prints (``torch.__version__``) as ``<torch version>``, except
+    in the label of a recorded CUDA section (``[Recorded on … PyTorch 2.11.0+cu130 …``), whose
+    version is the recording's, whatever release runs the page.
+
+    >>> relocate("torch 2.11.0+cu130 on cpu", "2.11.0+cu130")
+    'torch <torch version> on cpu'
+    >>> relocate("[Recorded on H200 (PyTorch 2.11.0+cu130), 2026-11-30]", "2.11.0+cu130")
+    '[Recorded on H200 (PyTorch 2.11.0+cu130), 2026-11-30]'
+    """
+    if version and not line.startswith(RECORDED_LABEL):
         line = line.replace(version, "<torch version>")
     line = TORCH_SOURCE.sub(lambda m: m.group(0).rstrip("0123456789") + "N", line)
     return TORCH_CXX_SOURCE.sub(r"\1<PyTorch's C++ source>)", line)
