@@ -50,7 +50,8 @@ def load(browser, site_url, path, **context_args):
 CUT_OFF_HEADINGS = """() => {
   const width = document.documentElement.clientWidth, cut = [];
   for (const link of document.querySelectorAll('a.headerlink')) link.style.display = 'none';
-  for (const heading of document.querySelectorAll('article h1, article h2, article h3, article h4')) {
+  for (const heading of document.querySelectorAll(
+      'article h1, article h2, article h3, article h4')) {
     const range = document.createRange();
     range.selectNodeContents(heading);
     const box = range.getBoundingClientRect();
