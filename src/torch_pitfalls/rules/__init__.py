@@ -129,6 +129,18 @@ function of the rule's module that it calls. A rule may also define ``start(guar
 ``stop(guards)``, run on entering and leaving the guards."""
 
 
+def loss_input(args: tuple, kwargs: dict):
+    """The ``input`` of a loss call (``cross_entropy``, ``nll_loss``) as the runtime rules check
+    it: a non-empty floating-point tensor, else ``None`` (nothing to check). Torch is imported
+    only when a rule runs, under the guards."""
+    import torch
+
+    value = args[0] if args else kwargs.get("input")
+    if isinstance(value, torch.Tensor) and value.is_floating_point() and value.numel():
+        return value
+    return None
+
+
 def _discover() -> tuple[Rule, ...]:
     """Every ``tpNNN_*.py`` module of this package, imported; their ``RULE``, in id order."""
     found = []

@@ -29,7 +29,7 @@ training is slow or stalls, without any error.
 
 from __future__ import annotations
 
-from torch_pitfalls.rules import Call, _rule
+from torch_pitfalls.rules import Call, _rule, loss_input
 
 RULE = _rule(
     "TP001",
@@ -47,13 +47,11 @@ RULE = _rule(
 
 def check(guards, func, args, kwargs) -> None:
     """Before a call of ``cross_entropy``: are the input's rows probabilities?"""
+    logits = loss_input(args, kwargs)
+    if logits is None:
+        return
     import torch
 
-    logits = args[0] if args else kwargs.get("input")
-    if not isinstance(logits, torch.Tensor) or not logits.is_floating_point():
-        return
-    if logits.numel() == 0:
-        return
     class_dim = 0 if logits.dim() == 1 else 1
     if logits.shape[class_dim] == 1:  # a single class is TP011's
         return

@@ -25,7 +25,7 @@ computes a number that is not the negative log-likelihood, and nothing fails.
 
 from __future__ import annotations
 
-from torch_pitfalls.rules import Call, _rule
+from torch_pitfalls.rules import Call, _rule, loss_input
 
 RULE = _rule(
     "TP002",
@@ -43,10 +43,6 @@ RULE = _rule(
 
 def check(guards, func, args, kwargs) -> None:
     """Before a call of ``nll_loss``: is no value of the input negative?"""
-    import torch
-
-    log_probs = args[0] if args else kwargs.get("input")
-    if not isinstance(log_probs, torch.Tensor) or not log_probs.is_floating_point():
-        return
-    if log_probs.numel() and bool((log_probs.detach() >= 0).all()):
+    log_probs = loss_input(args, kwargs)
+    if log_probs is not None and bool((log_probs.detach() >= 0).all()):
         guards.flag(RULE.id)

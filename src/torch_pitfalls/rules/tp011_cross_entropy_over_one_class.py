@@ -27,7 +27,7 @@ learns nothing, and nothing fails.
 
 from __future__ import annotations
 
-from torch_pitfalls.rules import Call, _rule
+from torch_pitfalls.rules import Call, _rule, loss_input
 
 RULE = _rule(
     "TP011",
@@ -46,12 +46,8 @@ RULE = _rule(
 
 def check(guards, func, args, kwargs) -> None:
     """Before a call of ``cross_entropy``: one class only?"""
-    import torch
-
-    logits = args[0] if args else kwargs.get("input")
-    if not isinstance(logits, torch.Tensor) or not logits.is_floating_point():
-        return
-    if logits.numel() == 0:
+    logits = loss_input(args, kwargs)
+    if logits is None:
         return
     if logits.shape[0 if logits.dim() == 1 else 1] == 1:  # log_softmax over one class is 0
         guards.flag(RULE.id)
