@@ -70,6 +70,7 @@ def docs(session: nox.Session) -> None:
             f"{language}: built in {time.time() - started:.0f} s, "
             f"{len(executed)} example(s) executed"
         )
+    HTML.mkdir(parents=True, exist_ok=True)  # absent after `--install-only`
     shutil.copyfile(DOCS / "_root" / "index.html", HTML / "index.html")
     session.log(f"Open {HTML / 'index.html'} (English: en/index.html, 中文: zh_CN/index.html)")
 
