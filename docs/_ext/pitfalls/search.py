@@ -7,6 +7,12 @@
 - **Scorer** (:func:`write_scorer`, ``html_search_scorer``, one per language, written once every
   page is read): Sphinx's default scores plus a bonus for the page a query names, a declared
   phrase or a message the page printed (:mod:`.indexes`); contributors' pages rank lower.
+- **Ranked retrieval** (``RANKED_SEARCH_JS``, in the scorer's file): replaces Sphinx's full-text
+  step, which keeps only the pages holding every word of the query. A page ranks by the share of
+  the query it explains (words weighted by inverse document frequency, title words double,
+  BM25's length normalisation, pages that gather every summary lower); a word no page holds is
+  left out, so a pasted line with the reader's own names still finds its page. The catalog's
+  phrases rank the same way. Measured by ``tests/browser/test_findability.py``.
 - **Languages** (:func:`search_languages`, the one ``add_search_language``): each language's query
   splitter reads a pasted message by its stable beginning (:func:`message_aware`); the Chinese one
   also indexes and queries overlapping CJK bigrams, and a glossary term under its variants too
@@ -28,6 +34,9 @@ from .indexes import Printed, all_printed, message_head
 
 #: Pages kept low in search results: for contributors, not for readers with a problem.
 LOW_PAGES = ["contributing", "changes", "api", "detectors-api"]
+#: Pages that gather every page's summary (the answer is one click further; the topics' indexes
+#: too): their full-text matches weigh less than a pitfall page's.
+HUB_PAGES = ["cheatsheet", "symptoms", "errors", "index", "auto_examples/index", "detectors"]
 
 
 def search_phrases(slug: str, language: str) -> tuple[str, ...]:
@@ -222,18 +231,22 @@ SCORER_JS = r"""
 // that a query names (a phrase of a page's record in the catalog or a message the page printed).
 var PITFALLS_PHRASES = __PHRASES__;
 var PITFALLS_LOW = __LOW__;
+var PITFALLS_HUBS = __HUBS__;
 var pitfallsNormal = (text) => text.toLowerCase()
   .replace(/^\s*[\w.]*(error|warning|exception):\s*/, "")
   .replace(/\d+/g, "0").replace(/\s+/g, " ").trim();
 var Scorer = {
   score: (result) => {
     const [docname, title, anchor, descr, score, filename, kind] = result;
-    const query = pitfallsNormal(new URLSearchParams(window.location.search).get("q") || "");
+    const query = pitfallsNormal(
+      pitfallsClean(new URLSearchParams(window.location.search).get("q") || ""),
+    );
     let bonus = 0;
     for (const [phrase, weight] of PITFALLS_PHRASES[docname] || []) {
       const norm = pitfallsNormal(phrase);
       if (norm.length < 3) continue;
-      if (query.includes(norm)) bonus = Math.max(bonus, 50 + weight + 2 * norm.length);
+      if (query === norm) bonus = Math.max(bonus, 150 + weight + 2 * norm.length);
+      else if (query.includes(norm)) bonus = Math.max(bonus, 50 + weight + 2 * norm.length);
       else if (norm.includes(query) && 2 * query.length >= norm.length)
         bonus = Math.max(bonus, 50 + weight + 2 * query.length);
     }
@@ -251,12 +264,152 @@ var Scorer = {
 };
 """
 
+#: Ranked full-text search, replacing Sphinx's ``Search.performTermsSearch`` (which keeps only the
+#: pages that hold every word of the query). Part of the scorer file, which the search page loads
+#: after searchtools.js.
+RANKED_SEARCH_JS = r"""
+// Ranked retrieval (docs/_ext/pitfalls/search.py): Sphinx's full-text search keeps a page only
+// when it holds every word of the query, so one word of a pasted message that no page holds (a
+// path, a layer name, an older wording) empties the results. Here a page ranks by the share of
+// the query it explains: each query word weighs its inverse document frequency (rare words
+// count more), a word in a title counts double, a word no page holds is left out, and a page
+// must explain at least half of what the query says. The declared phrases and printed messages
+// of the catalog (PITFALLS_PHRASES) rank the same way, by the share of their words the query has.
+var pitfallsStemmer = null;
+var pitfallsWords = (text) => {
+  if (!pitfallsStemmer) pitfallsStemmer = new Stemmer();
+  const words = new Set();
+  for (const term of pitfallsSplitQuery(text.toLowerCase())) {
+    if (stopwords.has(term) || /^\d+$/.test(term)) continue;
+    words.add(pitfallsStemmer.stemWord(term));
+  }
+  return words;
+};
+var pitfallsFiles = (table, word) => {
+  if (!Object.prototype.hasOwnProperty.call(table, word)) return [];
+  const files = table[word];
+  return files.length === undefined ? [files] : files;
+};
+var pitfallsRank = (searchTerms, excludedTerms) => {
+  const index = Search._index;
+  const count = index.filenames.length;
+  const docFile = new Map(index.docnames.map((name, file) => [name, file]));
+  const weight = new Map(); // word -> inverse document frequency
+  const perFile = new Map(); // file -> Map(word -> 1 text, 2 title)
+  const add = (file, word, value) => {
+    if (!perFile.has(file)) perFile.set(file, new Map());
+    const words = perFile.get(file);
+    words.set(word, Math.max(words.get(word) || 0, value));
+  };
+  for (const word of searchTerms) {
+    let text = pitfallsFiles(index.terms, word);
+    let title = pitfallsFiles(index.titleterms, word);
+    let partial = 1;
+    if (!text.length && !title.length && word.length > 3) {
+      // no exact word: words that contain it (a prefix of a longer identifier)
+      for (const [table, out] of [[index.terms, (text = [])], [index.titleterms, (title = [])]])
+        for (const term of Object.keys(table))
+          if (term.includes(word)) out.push(...pitfallsFiles(table, term));
+      partial = 0.5;
+    }
+    const files = new Set([...text, ...title]);
+    if (!files.size) continue; // a word no page holds says nothing about which page
+    weight.set(word, partial * Math.log(1 + count / files.size));
+    text.forEach((file) => add(file, word, 1));
+    title.forEach((file) => add(file, word, 2));
+  }
+  const total = [...weight.values()].reduce((a, b) => a + b, 0);
+  const excluded = (file) =>
+    [...excludedTerms].some(
+      (term) =>
+        pitfallsFiles(index.terms, term).includes(file)
+        || pitfallsFiles(index.titleterms, term).includes(file),
+    );
+  const scores = new Map(); // file -> score
+  const length = pitfallsLengths(index); // file -> its length over the average page's
+  if (total > 0)
+    for (const [file, words] of perFile) {
+      let share = 0;
+      let score = 0;
+      for (const [word, where] of words) {
+        share += weight.get(word);
+        // BM25 (k1 = 1.2, b = 0.25) with one occurrence, over its best (a title word on a page
+        // of no length): a long page (an index, the API) holding a word says less
+        const norm = (1 + 1.2 * 0.75) / (1 + 1.2 * (0.75 + 0.25 * length[file]));
+        score += weight.get(word) * (where / 2) * norm;
+      }
+      if (share / total < PITFALLS_SHARE || excluded(file)) continue;
+      const docname = index.docnames[file];
+      const hub = PITFALLS_HUBS.includes(docname) || docname.endsWith("/index") ? 0.75 : 1;
+      scores.set(file, 2 * hub * (share / total) ** 2 * (score / total)); // up to 2
+    }
+  // The catalog's phrases: the best share of a phrase's words that the query holds.
+  const queryWords = searchTerms;
+  for (const [docname, phrases] of Object.entries(PITFALLS_PHRASES)) {
+    const file = docFile.get(docname);
+    if (file === undefined) continue;
+    let best = 0;
+    for (const [phrase] of phrases) {
+      const words = pitfallsPhraseWords(phrase);
+      if (words.length < 2) continue;
+      const held = words.filter((word) => queryWords.has(word)).length;
+      const covered = held / words.length; // of the phrase, in the query
+      const explained = held / Math.max(1, queryWords.size); // of the query, by the phrase
+      if (covered >= 0.6) best = Math.max(best, covered * (0.5 + 0.5 * Math.min(1, 3 * explained)));
+    }
+    if (best > 0) scores.set(file, Math.max(scores.get(file) || 0, 0.2 + 0.8 * best));
+  }
+  return [...scores].map(([file, score]) => [
+    index.docnames[file],
+    index.titles[file],
+    "",
+    null,
+    Math.round(100 * score),
+    index.filenames[file],
+    SearchResultKind.text,
+  ]);
+};
+var PITFALLS_SHARE = 0.35; // the least share of the query a page must explain
+var pitfallsLengthCache = null;
+var pitfallsLengths = (index) => {
+  // each page's number of distinct words, over the average page's
+  if (pitfallsLengthCache) return pitfallsLengthCache;
+  const counts = new Array(index.filenames.length).fill(0);
+  for (const files of Object.values(index.terms))
+    for (const file of files.length === undefined ? [files] : files) counts[file] += 1;
+  const average = counts.reduce((a, b) => a + b, 0) / Math.max(1, counts.length);
+  pitfallsLengthCache = counts.map((count) => count / Math.max(1, average));
+  return pitfallsLengthCache;
+};
+var pitfallsPhraseCache = new Map();
+var pitfallsPhraseWords = (phrase) => {
+  if (!pitfallsPhraseCache.has(phrase))
+    pitfallsPhraseCache.set(phrase, [...pitfallsWords(pitfallsClean(phrase))]);
+  return pitfallsPhraseCache.get(phrase);
+};
+if (typeof Search !== "undefined") Search.performTermsSearch = pitfallsRank;
+"""
 
-#: Sphinx's search wants every word of a query on one page, and a pasted message names shapes,
-#: devices and operations of the reader's code, not the page's: a query that is a message
-#: (``SomeError: ...``, or a long line) is searched by its stable beginning, cut where
+
+#: A pasted message names paths, ranks, addresses, shapes and operations of the reader's code, not
+#: the page's: the query splitter drops that noise (``pitfallsClean``), and a query that is a
+#: message (``SomeError: ...``, or a long line) is searched by its stable beginning, cut where
 #: :func:`message_head` cuts. The scorer still sees the whole query.
 MESSAGE_QUERY_JS = r"""
+var pitfallsNoise = [
+  /File "[^"]*", line \d+(, in \S+)?/g, // a traceback's frame
+  /(?:[A-Za-z]:)?(?:[\w.~-]*[\\/])+[\w.-]+\.py(?::\d+)?:?/g, // a path, with its line
+  /\[rank\d+\]:?/gi, // torchrun's prefix
+  /\b0x[0-9a-f]+\b/gi, // addresses
+  /\[torch\.[\w.]+ \[[\d, ]*\]\]/g, // [torch.cuda.FloatTensor [64, 128]]
+  /torch\.Size\(\[[\d, ]*\]\)/g,
+  /\[[\d, ]+\]/g, // shapes
+];
+var pitfallsClean = (query) => {
+  let text = query;
+  for (const pattern of pitfallsNoise) text = text.replace(pattern, " ");
+  return text.replace(/\s+/g, " ").trim();
+};
 var pitfallsMessageHead = (query) => {
   const message = query.match(/^\s*[\w.]*(?:error|warning|exception):\s*(\S[\s\S]*)$/i);
   const text = message ? message[1] : query;
@@ -272,7 +425,7 @@ var splitQuery = (query) =>
 """
 WRAP_SPLITTER_JS = r"""
 var pitfallsSplitQuery = splitQuery;
-splitQuery = (query) => pitfallsSplitQuery(pitfallsMessageHead(query));
+splitQuery = (query) => pitfallsSplitQuery(pitfallsMessageHead(pitfallsClean(query)));
 """
 
 
@@ -323,6 +476,7 @@ def write_scorer(app, env) -> None:
     phrases = scorer_phrases(all_printed(env), language_of(app.config))
     text = SCORER_JS.replace("__PHRASES__", json.dumps(phrases, ensure_ascii=False, sort_keys=True))
     text = text.replace("__LOW__", json.dumps(LOW_PAGES))
+    text = text.replace("__HUBS__", json.dumps(HUB_PAGES)) + RANKED_SEARCH_JS
     path = Path(app.config.html_search_scorer)
     path.parent.mkdir(parents=True, exist_ok=True)
     if not path.exists() or path.read_text(encoding="utf-8") != text:

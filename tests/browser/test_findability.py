@@ -1,0 +1,141 @@
+"""Findability: held-out queries typed as readers type them, answered by the built site's search.
+
+The queries (``findability_queries.toml``, written without reading the pages' search phrases) are
+pasted errors, symptoms in the reader's words and API questions, in English and Chinese; each names
+the page that answers it (and, optionally, other acceptable pages). Every query runs through the
+search page's own code in the browser (``search.html``: Sphinx's ``Search._parseQuery`` and
+``Search._performSearch`` with the site's splitter, ranking and scorer), in the order the page
+displays the results; :func:`test_the_search_box_shows_what_the_harness_ranks` checks that the
+harness and the real search box agree.
+
+Rank 1 and top 3 are reported per language and kind (``pytest -s`` prints the table) and must stay
+at or above :data:`FLOORS`, the measured level (a ratchet: raise it when search improves, never
+lower it). :data:`TARGETS` are issue 24's goal, printed beside them.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections import defaultdict
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+from torch_pitfalls import catalog
+
+QUERIES_FILE = Path(__file__).with_name("findability_queries.toml")
+LANGUAGES = ("en", "zh_CN")
+KINDS = ("error", "symptom", "api")
+#: Issue 24's targets: rank 1 for >= 90 % (English) / 85 % (Chinese), top 3 for >= 97 % of both.
+TARGETS = {"en": (0.90, 0.97), "zh_CN": (0.85, 0.97)}
+#: The measured level, per language: (rank 1, top 3). A ratchet: raise it, never lower it.
+FLOORS = {"en": (0.905, 0.968), "zh_CN": (0.922, 0.976)}
+
+#: Runs one query through the search page's code; returns the docnames in the displayed order.
+RANK_JS = """
+(query) => {
+  history.replaceState(null, "", "?q=" + encodeURIComponent(query));
+  const parsed = Search._parseQuery(query);
+  const results = Search._performSearch(...parsed);
+  return results.reverse().map((result) => result[0]);
+}
+"""
+
+
+def queries() -> list[dict]:
+    with QUERIES_FILE.open("rb") as file:
+        return tomllib.load(file)["queries"]
+
+
+def rank(found: list[str], accepted: set[str]) -> int | None:
+    """1-based rank of the first accepted page among the distinct pages found, or None."""
+    distinct = list(dict.fromkeys(found))
+    for position, docname in enumerate(distinct, start=1):
+        if docname in accepted:
+            return position
+    return None
+
+
+@pytest.fixture(scope="module")
+def ranks(browser, site_url) -> dict[str, list[tuple[dict, int | None, list[str]]]]:
+    """language → [(query, rank of its page or None, the first three pages found)]."""
+    out: dict[str, list] = defaultdict(list)
+    for language in LANGUAGES:
+        context = browser.new_context(locale="en-US")
+        page = context.new_page()
+        page.goto(f"{site_url}/{language}/search.html?q=")
+        page.wait_for_function("() => typeof Search !== 'undefined' && Search.hasIndex()")
+        for query in (q for q in queries() if q["language"] == language):
+            found = page.evaluate(RANK_JS, query["query"])
+            accepted = {catalog.docname(s) for s in [query["page"], *query.get("also", [])]}
+            out[language].append((query, rank(found, accepted), list(dict.fromkeys(found))[:3]))
+        context.close()
+    return out
+
+
+def table(ranks) -> str:
+    lines = ["| language | kind | queries | rank 1 | top 3 |", "| --- | --- | ---: | ---: | ---: |"]
+    for language in LANGUAGES:
+        rows = ranks[language]
+        for kind in (*KINDS, "all"):
+            chosen = [r for q, r, _ in rows if kind in ("all", q["kind"])]
+            if not chosen:
+                continue
+            first = sum(r == 1 for r in chosen) / len(chosen)
+            top = sum(r is not None and r <= 3 for r in chosen) / len(chosen)
+            lines.append(f"| {language} | {kind} | {len(chosen)} | {first:.1%} | {top:.1%} |")
+    return "\n".join(lines)
+
+
+def misses(ranks, language: str) -> str:
+    return "\n".join(
+        f"  {r if r else '-'}: {q['query'][:70]!r} -> {q['page']} (found {found})"
+        for q, r, found in ranks[language]
+        if r != 1
+    )
+
+
+def test_every_query_names_a_page_of_the_catalog():
+    slugs = set(catalog.slugs())
+    for query in queries():
+        assert query["language"] in LANGUAGES and query["kind"] in KINDS, query
+        assert {query["page"], *query.get("also", [])} <= slugs, query
+
+
+def test_queries_cover_both_languages_and_every_kind():
+    count = defaultdict(int)
+    for query in queries():
+        count[query["language"], query["kind"]] += 1
+    assert sum(count.values()) >= 100
+    assert all(count[language, kind] >= 10 for language in LANGUAGES for kind in KINDS), count
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_findability_stays_at_or_above_the_floor(ranks, language):
+    report = table(ranks)
+    print(f"\nfindability (targets: {TARGETS}; floors: {FLOORS})\n{report}")
+    print(f"\nnot first ({language}):\n{misses(ranks, language)}")
+    rows = ranks[language]
+    first = sum(r == 1 for _, r, _ in rows) / len(rows)
+    top = sum(r is not None and r <= 3 for _, r, _ in rows) / len(rows)
+    floor_first, floor_top = FLOORS[language]
+    assert first >= floor_first and top >= floor_top, (
+        f"{language}: rank 1 {first:.1%} (floor {floor_first:.1%}), top 3 {top:.1%} "
+        f"(floor {floor_top:.1%})\n{report}\n{misses(ranks, language)}"
+    )
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_the_search_box_shows_what_the_harness_ranks(page, site_url, ranks, language):
+    from .test_language_and_search import search
+
+    for query, _, first_three in ranks[language][:: max(1, len(ranks[language]) // 8)]:
+        shown = search(page, site_url, language, query["query"])
+        shown = list(dict.fromkeys(link.removesuffix(".html") for link in shown))[:3]
+        assert shown == first_three, query["query"]
+
+
+def test_search_page_url_is_the_entry_point(page, site_url):
+    page.goto(f"{site_url}/en/search.html?q={quote('zero_grad')}")
+    page.wait_for_selector("#search-results ul.search li")
