@@ -1,12 +1,18 @@
-"""Every rule, of either kind, against its fixtures: one parametrised test.
+"""Every rule, of either kind, against its fixtures: one parametrised test per kind of rule.
 
 Each rule ``TPNNN`` has ``fixtures/tpNNN_positive.py`` and ``fixtures/tpNNN_negative.py`` (and may
 have more, ``tpNNN_positive_<case>.py``); each line where a finding is expected carries
-``# expect: TPNNN`` (several ids comma-separated). A static rule's fixture is checked with every
-static rule on (``select=ALL``); a runtime rule's fixture is a small script run, on the CPU, under
-guards with every runtime rule on (opt-in ones included). The findings must be exactly the
-expected ``(line, id)`` pairs: a miss and a false alarm both fail. A fixture whose docstring says
-``# requires: cuda`` is skipped without CUDA (it must exist all the same).
+``# expect: TPNNN`` (several ids comma-separated). The findings must be exactly the expected
+``(line, id)`` pairs: a miss and a false alarm both fail.
+
+A static rule's fixture is checked once, with every static rule on (``select=ALL``). A runtime
+rule's fixture is a small script run once per device (the ``device`` fixture of tests/conftest.py:
+"cpu", and "cuda", skipped without a GPU) with that device as the default device (``with
+torch.device(device)``: what the script makes without naming a device is made there, and the
+previous default is back afterwards, also after an error), under guards with every runtime rule
+on (opt-in ones included); a finding placed in another file than the fixture fails too. A fixture
+whose docstring says ``# requires: cuda`` (or ``# requires: cpu``) runs on that device only, and is
+skipped on the other (it must exist all the same).
 """
 
 from __future__ import annotations
@@ -36,25 +42,37 @@ def expected(path: Path) -> list[tuple[int, str]]:
     return sorted(pairs)
 
 
-def found(path: Path) -> list[tuple[int, str]]:
-    """The (line, id) pairs the rules give on a fixture, sorted."""
-    if path.name.startswith("tp1"):
-        from torch_pitfalls.lint import check_source
+REQUIRES = re.compile(r"#\s*requires:\s*(\w+)")
+STATIC_FIXTURES = [path for path in FIXTURE_FILES if path.name.startswith("tp1")]
+RUNTIME_FIXTURES = [path for path in FIXTURE_FILES if not path.name.startswith("tp1")]
 
-        source = path.read_text(encoding="utf-8")
-        findings = check_source(source, str(path), select=STATIC, language="en")
-        return sorted((f.line, f.rule) for f in findings)
+
+def found_static(path: Path) -> list[tuple[int, str]]:
+    """The (line, id) pairs the static checker gives on a fixture, sorted."""
+    from torch_pitfalls.lint import check_source
+
+    source = path.read_text(encoding="utf-8")
+    findings = check_source(source, str(path), select=STATIC, language="en")
+    return sorted((f.line, f.rule) for f in findings)
+
+
+def found_at_runtime(path: Path, device: str) -> list[tuple[int, str]]:
+    """The (line, id) pairs the guards give on a fixture run with ``device`` as the default
+    device, sorted; every finding must be placed in the fixture."""
     import torch
 
     import torch_pitfalls
 
-    if "# requires: cuda" in path.read_text(encoding="utf-8") and not torch.cuda.is_available():
-        pytest.skip("needs CUDA")
-    with warnings.catch_warnings():
+    requires = REQUIRES.search(path.read_text(encoding="utf-8"))
+    if requires and requires[1] != device:
+        pytest.skip(f"{path.name} runs on {requires[1]} only (# requires: {requires[1]})")
+    with warnings.catch_warnings(), torch.device(device):
         warnings.simplefilter("ignore")
         with torch_pitfalls.guards(language="en", enable=RUNTIME) as guard:
             runpy.run_path(str(path), run_name="__fixture__")
-    return sorted({(f.lineno, f.rule_id) for f in guard.found if f.filename == str(path)})
+    elsewhere = [(f.filename, f.lineno, f.rule_id) for f in guard.found if f.filename != str(path)]
+    assert not elsewhere, f"findings placed outside the fixture: {elsewhere}"
+    return sorted({(f.lineno, f.rule_id) for f in guard.found})
 
 
 def diff(want: list, got: list) -> str:
@@ -63,10 +81,22 @@ def diff(want: list, got: list) -> str:
     return f"missed (line, id): {missed}; false alarms (line, id): {extra}"
 
 
-@pytest.mark.parametrize("path", FIXTURE_FILES, ids=lambda path: path.stem)
-def test_fixture_gives_exactly_its_expected_findings(path):
+@pytest.mark.parametrize("path", STATIC_FIXTURES, ids=lambda path: path.stem)
+def test_static_fixture_gives_exactly_its_expected_findings(path):
     want = expected(path)
-    got = found(path)
+    got = found_static(path)
+    assert got == want, diff(want, got)
+
+
+@pytest.mark.parametrize("path", RUNTIME_FIXTURES, ids=lambda path: path.stem)
+def test_runtime_fixture_gives_exactly_its_expected_findings_on_each_device(path, device):
+    import torch
+    from torch.overrides import _get_current_function_mode_stack as modes
+
+    before = (torch.get_default_device(), modes())
+    want = expected(path)
+    got = found_at_runtime(path, device)
+    assert (torch.get_default_device(), modes()) == before  # the device context is gone again
     assert got == want, diff(want, got)
 
 
