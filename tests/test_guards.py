@@ -397,6 +397,23 @@ def test_new_rules_change_no_computed_value():
         assert torch.equal(a, b)
 
 
+def test_a_freed_optimizer_takes_its_step_history_with_it():
+    """TP012 keeps each optimizer's empty steps by the optimizer itself, not by its id(): a new
+    optimizer that reuses a freed one's id must not inherit "has had gradients" (this made
+    test_new_rules_change_no_computed_value flaky)."""
+    import gc
+
+    with run() as guard:
+        net = nn.Linear(2, 1)
+        optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+        net(torch.ones(1, 2)).sum().backward()
+        optimizer.step()
+        assert len(guard.empty_steps) == 1
+        del optimizer
+        gc.collect()
+        assert len(guard.empty_steps) == 0
+
+
 # -- edits behind autograd's back (opt-in): TP010 --------------------------------------------------
 
 

@@ -41,7 +41,9 @@ class Notes:
         error.add_note(note)
         place = _user_place()
         filename, lineno = (place.filename, place.lineno) if place else ("", 0)
-        self.found.append(Finding(rule_id, filename, lineno, note))
+        if (rule_id, filename, lineno) not in self._seen:  # the rule's check may have found it
+            self._seen.add((rule_id, filename, lineno))
+            self.found.append(Finding(rule_id, filename, lineno, note))
 
     def point_to_page(self, entry: _messages.Message, filename: str, lineno: int) -> None:
         """A PitfallWarning with the page's URL, at the place of a PyTorch warning just shown."""

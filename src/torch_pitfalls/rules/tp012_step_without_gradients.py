@@ -34,6 +34,8 @@ require grad").
 
 from __future__ import annotations
 
+import weakref
+
 from torch_pitfalls.rules import _rule
 
 RULE = _rule(
@@ -56,7 +58,9 @@ _EMPTY_STEPS = 3  # steps without any gradient before an optimizer's first gradi
 
 
 def start(guards) -> None:
-    guards.empty_steps = {}  # id(optimizer) -> steps without gradient so far, -1: had some
+    # optimizer -> steps without gradient so far, -1: had some. Weak keys: an id() would be
+    # reused by a new optimizer once the old one is freed, which then inherits its history.
+    guards.empty_steps = weakref.WeakKeyDictionary()
 
 
 def step(guards, optimizer, args, kwargs) -> None:
@@ -64,7 +68,7 @@ def step(guards, optimizer, args, kwargs) -> None:
     # the hook's args are step's, self first: step(closure) gives (optimizer, closure)
     if any(arg is not None for arg in args[1:]) or kwargs.get("closure") is not None:
         return
-    key = id(optimizer)
+    key = optimizer
     empty = guards.empty_steps.get(key, 0)
     if empty < 0:  # this optimizer has had gradients: its empty steps are deliberate
         return
