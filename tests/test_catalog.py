@@ -48,6 +48,7 @@ def test_see_also_goes_both_ways():
 def test_a_record_naming_no_page_is_refused():
     text = (
         '[[topics]]\nname = "t"\ncolour = "#000"\nsign = "x"\n'
+        '[[symptom_groups]]\nid = "g"\ntitle = "G"\n'
         '[[symptoms]]\nid = "a"\ntitle = "A"\n'
         '[pages.one]\ntopic = "t"\nrelated = ["no-such-page", "one"]\nsymptoms = ["b"]\n'
         '[pages.Two]\ntopic = "u"\nserach = ["x"]\n'
@@ -60,6 +61,7 @@ def test_a_record_naming_no_page_is_refused():
         "related page 'no-such-page' is not a page",
         "[pages.one] is related to itself",
         "symptom 'b' is not a [[symptoms]]",
+        "symptom 'a' has no group",
         "[pages.Two]: a slug is lower-case words",
         "[pages.Two]: topic 'u' is not a [[topics]]",
         "unknown field(s) ['serach']",

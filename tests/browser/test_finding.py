@@ -249,11 +249,27 @@ def test_indexes_are_linked_from_the_home_page_and_the_navigation(page, site_url
 @pytest.mark.parametrize("language", LANGUAGES)
 def test_symptom_index_links_pages(page, site_url, language):
     page.goto(f"{site_url}/{language}/symptoms.html")
-    sections = page.locator("section[id^='symptom-']")
+    sections = page.locator("section[id^='symptom-']:not([id^='symptom-group-'])")
     assert sections.count() >= 8
     for i in range(sections.count()):
         links = sections.nth(i).locator(f"a[href^='{A}']")
         assert links.count() > 0
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_symptom_index_is_grouped_as_readers_think(page, site_url, language):
+    """Every symptom sits under one of the catalog's groups (the loss, memory, speed …), whose
+    headings are in the page's language."""
+    page.goto(f"{site_url}/{language}/symptoms.html")
+    groups = page.locator("section[id^='symptom-group-']")
+    assert groups.count() >= 6
+    nested = page.locator("section[id^='symptom-group-'] section[id^='symptom-']").count()
+    symptoms = "section[id^='symptom-']:not([id^='symptom-group-']):not(#symptom-index)"
+    assert nested == page.locator(symptoms).count()
+    headings = groups.locator(":scope > h2").all_inner_texts()
+    assert len(headings) == groups.count()
+    if language == "zh_CN":
+        assert all(re.search(r"[\u4e00-\u9fff]", heading) for heading in headings), headings
 
 
 @pytest.mark.parametrize("language", LANGUAGES)

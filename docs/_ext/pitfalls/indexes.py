@@ -301,20 +301,26 @@ def symptom_index_directive():
     from sphinx.util.docutils import SphinxDirective
 
     class SymptomIndex(SphinxDirective):
-        """``pitfalls-symptom-index``: one section per declared symptom, linking its pages."""
+        """``pitfalls-symptom-index``: one section per group of symptoms (the catalog's
+        ``[[symptom_groups]]``, in its order: the loss, memory, speed …), holding one section per
+        symptom of the group, which links its pages. Anchors: ``symptom-group-<id>`` and
+        ``symptom-<id>``."""
 
         def run(self):
             self.env.note_dependency(str(CATALOG_FILE))
             result = []
-            for symptom in catalog.symptoms():
-                section = _section(self, f"symptom-{symptom.id}", symptom.title)
-                items = nodes.bullet_list()
-                for slug in symptom.pages:
-                    items += nodes.list_item(
-                        "", nodes.paragraph("", "", ref(self.env.docname, slug))
-                    )
-                section += items
-                result.append(section)
+            for group in catalog.symptom_groups():
+                group_section = _section(self, f"symptom-group-{group.id}", group.title)
+                for symptom in (s for s in catalog.symptoms() if s.group == group.id):
+                    section = _section(self, f"symptom-{symptom.id}", symptom.title)
+                    items = nodes.bullet_list()
+                    for slug in symptom.pages:
+                        items += nodes.list_item(
+                            "", nodes.paragraph("", "", ref(self.env.docname, slug))
+                        )
+                    section += items
+                    group_section += section
+                result.append(group_section)
             return result
 
     return SymptomIndex

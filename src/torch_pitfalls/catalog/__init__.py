@@ -202,6 +202,11 @@ def parse(text: str, source: str = "pages.toml") -> Catalog:
         for s in data.get("symptoms", ())
         if s.get("group") and s["group"] not in group_ids
     ]
+    problems += [  # the symptom index lists symptoms under their groups' headings
+        f"symptom {s['id']!r} has no group (each symptom is listed under its [[symptom_groups]])"
+        for s in data.get("symptoms", ())
+        if groups and not s.get("group")
+    ]
     problems += [
         f"symptom {s!r} is declared twice" for s in set(symptom_ids) if symptom_ids.count(s) > 1
     ]
