@@ -8,6 +8,8 @@ import ast
 import functools
 import io
 import re
+import subprocess
+import sys
 import tempfile
 import warnings
 
@@ -277,7 +279,22 @@ CUDA_PRODUCERS = [
     _unsafe_autocast,
 ]
 
+#: CUDA errors that leave the process's CUDA context unusable: made in a child process, whose
+#: last line (``Class: message``) is what PyTorch raised there.
+CUDA_CHILD_PRODUCERS = [
+    "import torch; x = torch.ones(3, device='cuda'); print(x[torch.tensor([5], device='cuda')])",
+]
+
+
+def _run_child(code: str) -> list[tuple[str, str]]:
+    child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    last = child.stderr.strip().splitlines()[-1] if child.stderr.strip() else ""
+    category, _, message = last.partition(": ")
+    return [(category.rsplit(".", 1)[-1], message)] if message else []
+
+
 NEEDS_CUDA = {
+    r"CUDA error: device-side assert triggered",
     r"can't convert cuda.*numpy",
     r"Expected all tensors to be on the same device",
     r"unsafe to autocast",
@@ -348,6 +365,8 @@ def produced() -> tuple[tuple[str, str], ...]:
     out = []
     for producer in PRODUCERS + (CUDA_PRODUCERS if CUDA else []):
         out += _run(producer)
+    for code in CUDA_CHILD_PRODUCERS if CUDA else []:
+        out += _run_child(code)
     return tuple(out)
 
 

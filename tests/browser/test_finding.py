@@ -146,7 +146,10 @@ def test_language_switch_keeps_the_search_query(page, site_url, start, other):
 # -- The error index lists every message the pages print ------------------------------------------
 
 PRE = re.compile(r'<div class="([^"]*)"[^>]*>\s*<div class="highlight"><pre>(.*?)</pre>', re.S)
-MESSAGE = re.compile(r"^((?:\w+\.)*[A-Z]\w*(?:Error|Warning|Exception)): \S")
+#: A message line, alone or after a label an output puts before it ("child's error: ...").
+LABELLED_MESSAGE = re.compile(
+    r"(?:^|:\s)((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Warning|Exception): \S.*)$"
+)
 
 
 def _text(raw: str) -> str:
@@ -160,9 +163,10 @@ def printed_on(language: str, path: str) -> set[str]:
     for classes, pre in PRE.findall(source):
         if "sphx-glr-script-out" in classes or "output" in classes.split():
             for line in _text(pre).splitlines():
-                line = line.strip()
-                if MESSAGE.match(line) and not line.startswith("PitfallWarning:"):
-                    lines.add(line)
+                # a message, alone or after an output's label ("child's error: ...")
+                match = LABELLED_MESSAGE.search(line.strip())
+                if match and not match[1].startswith("PitfallWarning:"):
+                    lines.add(match[1])
     return lines
 
 
@@ -210,6 +214,7 @@ def test_every_printed_message_is_in_the_error_index(site_url, language):
 @pytest.mark.parametrize("language", LANGUAGES)
 def test_each_error_index_entry_links_a_section_that_prints_it(site_url, language):
     index = (HTML / language / "errors.html").read_text(encoding="utf-8")
+    index, older = index.split('id="error-other-releases"')
     entries = re.findall(
         r'<div class="[^"]*pitfalls-error-message[^"]*"[^>]*>\s*<div class="highlight"><pre>'
         r'(.*?)</pre>.*?<p class="pitfalls-error-pages">(.*?)</p>',
@@ -224,6 +229,22 @@ def test_each_error_index_entry_links_a_section_that_prints_it(site_url, languag
         for href, anchor in hrefs:
             assert message in printed_on(language, href), f"{href} does not print {message}"
             assert f'id="{anchor}"' in (HTML / language / href).read_text(encoding="utf-8")
+    # The wordings of other releases: in the linked page's Across releases section, with the
+    # releases that print them.
+    entries = re.findall(
+        r'<div class="[^"]*pitfalls-error-message[^"]*"[^>]*>\s*<div class="highlight"><pre>'
+        r'(.*?)</pre>.*?<p class="pitfalls-error-pages">(.*?)</p>',
+        older,
+        re.S,
+    )
+    assert entries
+    for pre, links in entries:
+        message = _text(pre).strip()
+        assert re.match(r"PyTorch \d+\.\d+", _text(links)), links
+        for href, anchor in re.findall(r'href="([^"#]+)#([^"]+)"', links):
+            page = (HTML / language / href).read_text(encoding="utf-8")
+            section = page.split(f'id="{anchor}"', 1)[1]
+            assert message in _text(section), f"{href}#{anchor} does not show {message}"
 
 
 @pytest.mark.parametrize("language", LANGUAGES)

@@ -28,7 +28,11 @@ ERROR_INDEX = "errors"
 SYMPTOM_INDEX = "symptoms"
 
 #: A message line of an output block: ``RuntimeError: ...``, ``torch.OutOfMemoryError: ...``.
-MESSAGE_LINE = re.compile(r"^((?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Warning|Exception)): (\S.*)$")
+#: A message's line: ``Class: message``, alone or after a label that an output puts before it
+#: (``child's error: torch.AcceleratorError: CUDA error: …``).
+MESSAGE_LINE = re.compile(
+    r"(?:^|:\s)((?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Warning|Exception)): (\S.*)$"
+)
 #: The project's own warnings (the detectors): not PyTorch's messages.
 OWN_CLASSES = {"PitfallWarning"}
 CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
@@ -53,10 +57,12 @@ def message_lines(text: str) -> list[tuple[str, str]]:
 
     >>> message_lines("device: cpu\\nRuntimeError: boom (x)\\nPitfallWarning: TP001 ...")
     [('RuntimeError', 'boom (x)')]
+    >>> message_lines("child's error: torch.AcceleratorError: CUDA error: device-side assert")
+    [('torch.AcceleratorError', 'CUDA error: device-side assert')]
     """
     found = []
     for line in text.splitlines():
-        match = MESSAGE_LINE.match(line.strip())
+        match = MESSAGE_LINE.search(line.strip())
         if match and match[1].rsplit(".", 1)[-1] not in OWN_CLASSES:
             kind, message = match[1], match[2].rstrip()
             if not _not_pytorchs(kind, message):
@@ -280,9 +286,86 @@ def error_index_directive():
                     entry.insert(0, _gloss(self, head))
                     section += entry
                 result.append(section)
+            older = older_wordings({(k, message_head(m)) for k, m in places})
+            for path in older_recording_files():
+                self.env.note_dependency(str(path))
+            if older:
+                result.append(self.older_section(older))
             return result
 
+        def older_section(self, older: dict) -> nodes.section:
+            """The wordings that only other recorded releases print, each with those releases
+            and a link to the page's Across releases section."""
+            from .releases_section import SECTION_ID, _labels
+
+            title = _labels()["title"]
+            section = _section(self, "error-other-releases", "Wordings of other PyTorch releases")
+            for (kind, message), pages in older.items():
+                entry = nodes.container(classes=["pitfalls-error-entry"])
+                literal = nodes.literal_block(
+                    f"{kind}: {message}", f"{kind}: {message}", classes=["pitfalls-error-message"]
+                )
+                literal["language"] = "none"
+                literal["translatable"] = False
+                entry += literal
+                links = nodes.paragraph(classes=["pitfalls-error-pages"])
+                links["translatable"] = False
+                for i, (slug, releases) in enumerate(pages.items()):
+                    if i:
+                        links += nodes.Text(" · ")
+                    links += nodes.Text(f"PyTorch {release_span(releases)}: ")
+                    docname = catalog.docname(slug)
+                    item = Printed(kind, message, docname, SECTION_ID, title)
+                    links += _section_ref(self.env.docname, item)
+                entry += links
+                section += entry
+            return section
+
     return ErrorIndex
+
+
+def older_recording_files() -> list[Path]:
+    from tools import releases
+
+    return [releases.recording_path(slug) for slug in catalog.slugs()]
+
+
+def older_wordings(current: set[tuple[str, str]]) -> dict[tuple[str, str], dict[str, list[str]]]:
+    """``(class, message)`` → page slug → the releases whose recorded run of the page printed it
+    (``docs/release_recordings``), for the messages whose beginning (:func:`message_head`) no
+    page of this build prints: the wordings of older (or newer) PyTorch releases."""
+    from tools import releases
+
+    found: dict[tuple[str, str], dict[str, list[str]]] = {}
+    for slug in catalog.slugs():
+        for release, entry in releases.load_page(slug).items():
+            for kind, message in message_lines("\n".join(entry.get("output") or ())):
+                if (kind, message_head(message)) in current:
+                    continue
+                found.setdefault((kind, message), {}).setdefault(slug, []).append(release)
+    return dict(sorted(found.items()))
+
+
+def release_span(labels: list[str]) -> str:
+    """Releases as runs of consecutive minor versions.
+
+    >>> release_span(["2.4", "2.5", "2.6", "2.9"])
+    '2.4–2.6, 2.9'
+    """
+    from tools import releases
+
+    ordered = sorted(set(labels), key=releases.release_key)
+    runs: list[list[tuple[int, ...]]] = []
+    for key in (releases.release_key(label) for label in ordered):
+        if runs and key[:-1] == runs[-1][-1][:-1] and key[-1] == runs[-1][-1][-1] + 1:
+            runs[-1].append(key)
+        else:
+            runs.append([key])
+    text = [".".join(map(str, run[0])) for run in runs]
+    return ", ".join(
+        first if len(run) == 1 else f"{first}–{'.'.join(map(str, run[-1]))}"
+        for first, run in zip(text, runs, strict=True)
+    )
 
 
 def _section_ref(fromdoc: str, item: Printed):
