@@ -231,3 +231,23 @@ def test_every_timing_a_page_asserts_goes_through_the_one_retry_mechanism():
             if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "compare_times":
                 keywords = {k.arg for k in node.keywords}
                 assert "expect" in keywords, f"{slug}:{node.lineno}: compare_times without expect="
+
+
+# -- The answer first: the box at the top of each page ---------------------------------------------
+
+
+def test_every_page_has_a_cheat_sheet_snippet_for_its_answer_box():
+    from pitfalls import answer_first
+
+    snippets = answer_first.snippets()
+    missing = [slug for slug in all_slugs() if slug not in snippets]
+    assert not missing, f"no cheat sheet snippet (### heading, code, 'Full page:') for {missing}"
+    assert all(s.code.startswith(">>> ") for s in snippets.values())
+
+
+def test_the_answer_box_labels_are_in_the_template_that_feeds_the_catalog():
+    from pitfalls import answer_first
+
+    template = (ROOT / "docs" / "_templates" / "answer-strings.html").read_text(encoding="utf-8")
+    listed = set(re.findall(r'\{\{ _\("(.*)"\) \}\}', template))
+    assert set(answer_first._labels_english()) == listed

@@ -11,6 +11,7 @@ One module per concern:
 - :mod:`.downloads`: the pages as scripts and notebooks in both languages, and the wheel;
 - :mod:`.repository_links`: "Open in Colab", "Edit on GitHub", "Report a problem";
 - :mod:`.indexes`: the error index, the symptom index, "See also";
+- :mod:`.answer_first`: the box at the top of each page: symptom, fix, link down;
 - :mod:`.search`: all of the search (index entries, scorer, languages);
 - :mod:`.releases_section`: "Across releases" on each page and the release matrix;
 - :mod:`.tables`: the one table builder; the glossary and rule tables;
@@ -23,6 +24,7 @@ in the order they are connected.
 from __future__ import annotations
 
 from . import (
+    answer_first,
     cards,
     downloads,
     figures,
@@ -72,6 +74,7 @@ def setup(app):
     app.connect("doctree-read", indexes.collect)  # after rework_outputs: the final blocks
     app.connect("doctree-read", search.index_entries)
     app.connect("doctree-read", indexes.see_also)  # after page_tables: before the downloads
+    app.connect("doctree-read", answer_first.add_box)
 
     # -- Directives --------------------------------------------------------------------------------
     app.add_directive("pitfalls-glossary", tables.glossary_directive())
