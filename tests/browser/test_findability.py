@@ -24,6 +24,8 @@ import pytest
 
 from torch_pitfalls import catalog
 
+from .conftest import HTML
+
 QUERIES_FILE = Path(__file__).with_name("findability_queries.toml")
 LANGUAGES = ("en", "zh_CN")
 KINDS = ("error", "symptom", "api")
@@ -139,3 +141,23 @@ def test_the_search_box_shows_what_the_harness_ranks(page, site_url, ranks, lang
 def test_search_page_url_is_the_entry_point(page, site_url):
     page.goto(f"{site_url}/en/search.html?q={quote('zero_grad')}")
     page.wait_for_selector("#search-results ul.search li")
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_a_pasted_message_opens_the_section_that_printed_it(page, site_url, language):
+    """A result found by a message the page printed links to the section that printed it."""
+    from .test_finding import _text, printed_on
+
+    pasted = (
+        'File "/home/u/train.py", line 12, in <module>\n    loss.backward()\n'
+        "RuntimeError: Trying to backward through the graph a second time (or directly access "
+        "saved tensors after they have already been freed)."
+    )
+    page.goto(f"{site_url}/{language}/search.html?q={quote(pasted)}")
+    page.wait_for_selector("#search-results ul.search li a")
+    href = page.locator("#search-results ul.search li a").first.get_attribute("href")
+    path, _, anchor = href.split("?")[0].partition("#")
+    assert path == "auto_examples/autograd/plot_retain_graph.html" and anchor, href
+    section = (HTML / language / path).read_text(encoding="utf-8").split(f'id="{anchor}"', 1)[1]
+    assert "Trying to backward through the graph a second time" in _text(section)
+    assert any(m.startswith("RuntimeError: Trying to backward") for m in printed_on(language, path))

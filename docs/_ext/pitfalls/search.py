@@ -326,6 +326,7 @@ var pitfallsRank = (searchTerms, excludedTerms) => {
         || pitfallsFiles(index.titleterms, term).includes(file),
     );
   const scores = new Map(); // file -> score
+  const sections = new Map(); // file -> the id of the section a result opens
   const length = pitfallsLengths(index); // file -> its length over the average page's
   if (total > 0)
     for (const [file, words] of perFile) {
@@ -349,20 +350,24 @@ var pitfallsRank = (searchTerms, excludedTerms) => {
     const file = docFile.get(docname);
     if (file === undefined) continue;
     let best = 0;
-    for (const [phrase] of phrases) {
+    let bestSection = "";
+    for (const [phrase, , section] of phrases) {
       const words = pitfallsPhraseWords(phrase);
       if (words.length < 2) continue;
       const held = words.filter((word) => queryWords.has(word)).length;
       const covered = held / words.length; // of the phrase, in the query
       const explained = held / Math.max(1, queryWords.size); // of the query, by the phrase
-      if (covered >= 0.6) best = Math.max(best, covered * (0.5 + 0.5 * Math.min(1, 3 * explained)));
+      const value = covered * (0.5 + 0.5 * Math.min(1, 3 * explained));
+      if (covered >= 0.6 && value > best) [best, bestSection] = [value, section || ""];
     }
     if (best > 0) scores.set(file, Math.max(scores.get(file) || 0, 0.2 + 0.8 * best));
+    // the query holds a message the page printed: the result opens the section that printed it
+    if (bestSection) sections.set(file, bestSection);
   }
   return [...scores].map(([file, score]) => [
     index.docnames[file],
     index.titles[file],
-    "",
+    sections.has(file) ? "#" + sections.get(file) : "",
     null,
     Math.round(100 * score),
     index.filenames[file],
@@ -458,7 +463,8 @@ def scorer_path(language: str) -> Path:
 
 
 def scorer_phrases(printed: list[Printed], language: str = "zh_CN") -> dict[str, list]:
-    """docname → ``[phrase, weight]``: declared phrases weigh more than printed messages."""
+    """docname → ``[phrase, weight]``, and ``[message, 0, section id]`` for a message the page
+    printed (a search result for it opens that section): declared phrases weigh more."""
     phrases: dict[str, list] = {}
     for page in catalog.pages():
         declared = search_phrases(page.slug, language)
@@ -466,8 +472,11 @@ def scorer_phrases(printed: list[Printed], language: str = "zh_CN") -> dict[str,
     for item in printed:
         known = phrases.setdefault(item.docname, [])
         for text in (item.message, message_head(item.message)):
-            if [text, 0] not in known:
-                known.append([text, 0])
+            same = [entry for entry in known if entry[0] == text]
+            if not same:
+                known.append([text, 0, item.section])
+            elif len(same[0]) == 2:  # a declared phrase: it opens the section too
+                same[0].append(item.section)
     return phrases
 
 
