@@ -207,10 +207,12 @@ def test_messages_are_read_from_outputs_and_mapped_to_where_they_were_printed():
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
         "PitfallWarning: TP005 backward is adding to gradients\n"
         "not a message: RuntimeError: inside a line\n"
+        "child's error: torch.AcceleratorError: CUDA error: device-side assert triggered\n"
     )
     assert finding.message_lines(text) == [
         ("RuntimeError", "Trying to backward through the graph a second time (or directly ..."),
         ("torch.OutOfMemoryError", "CUDA out of memory. Tried to allocate 2.00 GiB"),
+        ("torch.AcceleratorError", "CUDA error: device-side assert triggered"),
     ]
     a = finding.Printed("ValueError", "boom", "auto_examples/x/plot_a", "the-symptom", "S")
     b = finding.Printed("ValueError", "boom", "auto_examples/x/plot_b", "why", "W")

@@ -146,9 +146,10 @@ def test_language_switch_keeps_the_search_query(page, site_url, start, other):
 # -- The error index lists every message the pages print ------------------------------------------
 
 PRE = re.compile(r'<div class="([^"]*)"[^>]*>\s*<div class="highlight"><pre>(.*?)</pre>', re.S)
-#: A message line, alone or after a label an output puts before it ("child's error: ...").
+#: A message line, alone or after a label for an error ("child's error: ...").
 LABELLED_MESSAGE = re.compile(
-    r"(?:^|:\s)((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Warning|Exception): \S.*)$"
+    r"^(?:[\w' ]*\berror(?: line)?: )?"
+    r"((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Warning|Exception): \S.*)$"
 )
 
 
@@ -164,7 +165,7 @@ def printed_on(language: str, path: str) -> set[str]:
         if "sphx-glr-script-out" in classes or "output" in classes.split():
             for line in _text(pre).splitlines():
                 # a message, alone or after an output's label ("child's error: ...")
-                match = LABELLED_MESSAGE.search(line.strip())
+                match = LABELLED_MESSAGE.match(line.strip())
                 if match and not match[1].startswith("PitfallWarning:"):
                     lines.add(match[1])
     return lines

@@ -28,10 +28,11 @@ ERROR_INDEX = "errors"
 SYMPTOM_INDEX = "symptoms"
 
 #: A message line of an output block: ``RuntimeError: ...``, ``torch.OutOfMemoryError: ...``.
-#: A message's line: ``Class: message``, alone or after a label that an output puts before it
-#: (``child's error: torch.AcceleratorError: CUDA error: …``).
+#: A message's line: ``Class: message``, alone or after a label for an error that an output
+#: puts before it (``child's error: torch.AcceleratorError: CUDA error: …``, ``last error line:``).
 MESSAGE_LINE = re.compile(
-    r"(?:^|:\s)((?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Warning|Exception)): (\S.*)$"
+    r"^(?:[\w' ]*\berror(?: line)?: )?"
+    r"((?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Warning|Exception)): (\S.*)$"
 )
 #: The project's own warnings (the detectors): not PyTorch's messages.
 OWN_CLASSES = {"PitfallWarning"}
@@ -62,7 +63,7 @@ def message_lines(text: str) -> list[tuple[str, str]]:
     """
     found = []
     for line in text.splitlines():
-        match = MESSAGE_LINE.search(line.strip())
+        match = MESSAGE_LINE.match(line.strip())
         if match and match[1].rsplit(".", 1)[-1] not in OWN_CLASSES:
             kind, message = match[1], match[2].rstrip()
             if not _not_pytorchs(kind, message):

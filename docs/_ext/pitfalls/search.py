@@ -107,11 +107,16 @@ def search_variants(path: Path = GLOSSARY) -> dict[str, list[str]]:
 def variant_terms(text: str, variants: dict[str, list[str]]) -> list[str]:
     """The other forms of every glossary term that ``text`` holds in any of its forms, each once.
 
-    >>> table = {"清空梯度": ["梯度清空", "梯度清零"], "优化器": ["优化算法"]}
+    A form counts only as a whole word: where jieba's segmentation of ``text`` has a word
+    boundary at both of its ends, so that 续训 is not found in 继续训练 (继续 | 训练).
+
+    >>> table = {"清空梯度": ["梯度清空", "梯度清零"], "断点续训": ["续训"]}
     >>> variant_terms("用 zero_grad() 清空梯度", table)
     ['梯度清空', '梯度清零']
     >>> variant_terms("一个训练步与梯度清空", table)
     ['清空梯度', '梯度清零']
+    >>> variant_terms("加载检查点后继续训练", table), variant_terms("如何续训", table)
+    ([], ['断点续训'])
     """
     found: list[str] = []
     table = tuple((term, tuple(others)) for term, others in variants.items())
@@ -119,12 +124,33 @@ def variant_terms(text: str, variants: dict[str, list[str]]) -> list[str]:
     # Only the terms with a form that starts with a character of the text can be in it: the
     # search index calls this for every text of every page.
     candidates = {i for character in set(text) for i in starts.get(character, ())}
+    boundaries: set[int] | None = None
     for i in sorted(candidates):
         term, others = table[i]
         forms = [term, *others]
-        if any(form in text for form in forms):
+        if not any(form in text for form in forms):
+            continue
+        if boundaries is None:  # segment only a text that holds a form
+            boundaries = _word_boundaries(text)
+        if any(_as_word(text, form, boundaries) for form in forms):
             found.extend(form for form in forms if form not in text and form not in found)
     return found
+
+
+def _word_boundaries(text: str) -> set[int]:
+    """The positions between jieba's words of ``text`` (its default, non-overlapping cut)."""
+    import jieba
+
+    return {end for _, _, end in jieba.tokenize(text)} | {0}
+
+
+def _as_word(text: str, form: str, boundaries: set[int]) -> bool:
+    start = text.find(form)
+    while start != -1:
+        if start in boundaries and start + len(form) in boundaries:
+            return True
+        start = text.find(form, start + 1)
+    return False
 
 
 @functools.lru_cache(maxsize=4)
