@@ -33,7 +33,7 @@ KINDS = ("error", "symptom", "api")
 #: Issue 24's targets: rank 1 for >= 90 % (English) / 85 % (Chinese), top 3 for >= 97 % of both.
 TARGETS = {"en": (0.90, 0.97), "zh_CN": (0.85, 0.97)}
 #: The measured level, per language: (rank 1, top 3). A ratchet: raise it, never lower it.
-FLOORS = {"en": (0.905, 0.968), "zh_CN": (0.922, 0.976)}
+FLOORS = {"en": (0.905, 0.968), "zh_CN": (0.922, 0.982)}
 #: The error index, searched with Ctrl+F: the share of pasted first lines that reach their page.
 ERROR_INDEX_FLOOR = 0.765
 

@@ -260,7 +260,9 @@ var PITFALLS_LOW = __LOW__;
 var PITFALLS_HUBS = __HUBS__;
 var pitfallsNormal = (text) => text.toLowerCase()
   .replace(/^\s*[\w.]*(error|warning|exception):\s*/, "")
-  .replace(/\d+/g, "0").replace(/\s+/g, " ").trim();
+  .replace(/\d+/g, "0").replace(/\s+/g, " ")
+  .replace(/ ?([\u3400-\u9fff\uff00-\uffef]) ?/g, "$1") // "loss不降" is "loss 不降"
+  .trim();
 var Scorer = {
   score: (result) => {
     const [docname, title, anchor, descr, score, filename, kind] = result;
