@@ -41,11 +41,16 @@ ERROR_INDEX_FLOOR = 0.765
 RANK_JS = """
 (query) => {
   history.replaceState(null, "", "?q=" + encodeURIComponent(query));
+  const start = performance.now();
   const parsed = Search._parseQuery(query);
   const results = Search._performSearch(...parsed);
-  return results.reverse().map((result) => result[0]);
+  const ms = performance.now() - start;
+  return [results.reverse().map((result) => result[0]), ms];
 }
 """
+#: What a phone downloads to search, per language (the index and the scorer with its phrases), at
+#: most: a budget on sizes, which are deterministic (times are printed, not asserted).
+SEARCH_BYTES_BUDGET = 1_500_000
 
 
 def queries() -> list[dict]:
@@ -72,11 +77,15 @@ def ranks(browser, site_url) -> dict[str, list[tuple[dict, int | None, list[str]
         page.goto(f"{site_url}/{language}/search.html?q=")
         page.wait_for_function("() => typeof Search !== 'undefined' && Search.hasIndex()")
         for query in (q for q in queries() if q["language"] == language):
-            found = page.evaluate(RANK_JS, query["query"])
+            found, ms = page.evaluate(RANK_JS, query["query"])
+            TIMES.setdefault(language, []).append(ms)
             accepted = {catalog.docname(s) for s in [query["page"], *query.get("also", [])]}
             out[language].append((query, rank(found, accepted), list(dict.fromkeys(found))[:3]))
         context.close()
     return out
+
+
+TIMES: dict[str, list[float]] = {}  # language -> milliseconds per query, filled by ranks()
 
 
 def table(ranks) -> str:
@@ -225,3 +234,17 @@ def test_the_error_index_reaches_the_page_of_a_pasted_first_line(site_url):
     print(f"\nerror index: {reached:.1%} of {len(results)} pasted first lines reach their page")
     missed = "\n".join(f"  {t!r} -> {q['page']}" for q, t, ok in results if not ok)
     assert reached >= ERROR_INDEX_FLOOR, f"{reached:.1%} < {ERROR_INDEX_FLOOR:.1%}\n{missed}"
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_search_stays_small_enough_for_a_phone(ranks, language):
+    """The search page's downloads stay within a budget; the time per query is printed."""
+    files = [HTML / language / "searchindex.js", HTML / language / "_static" / "language_data.js"]
+    size = sum(path.stat().st_size for path in files)
+    times = sorted(TIMES[language])
+    print(
+        f"\n{language}: search downloads {size / 1e3:.0f} kB (index and scorer); per query "
+        f"{sum(times) / len(times):.1f} ms on average, {times[-1]:.1f} ms at most "
+        f"({len(times)} queries, desktop Chromium on this machine)"
+    )
+    assert size <= SEARCH_BYTES_BUDGET, f"{size} bytes > {SEARCH_BYTES_BUDGET}"
