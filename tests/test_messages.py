@@ -8,8 +8,6 @@ import ast
 import functools
 import io
 import re
-import subprocess
-import sys
 import tempfile
 import warnings
 
@@ -18,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from torch_pitfalls import messages, rules
+from torch_pitfalls import messages, rules, run_isolated
 
 from .conftest import EXAMPLES, example_path
 
@@ -287,9 +285,7 @@ CUDA_CHILD_PRODUCERS = [
 
 
 def _run_child(code: str) -> list[tuple[str, str]]:
-    child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    last = child.stderr.strip().splitlines()[-1] if child.stderr.strip() else ""
-    category, _, message = last.partition(": ")
+    category, _, message = run_isolated(code).last_error_line().partition(": ")
     return [(category.rsplit(".", 1)[-1], message)] if message else []
 
 

@@ -212,19 +212,29 @@ def test_every_printed_message_is_in_the_error_index(site_url, language):
     assert not missing, f"printed but not in the error index: {missing}"
 
 
+ENTRY = re.compile(
+    r'<div class="[^"]*pitfalls-error-message[^"]*"[^>]*>\s*<div class="highlight"><pre>'
+    r'(.*?)</pre>.*?<p class="pitfalls-error-pages">(.*?)</p>',
+    re.S,
+)
+
+
+def error_index_entries(language: str) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """``(message, links' HTML)`` of each entry of the built error index, in order: those of the
+    messages this build prints, and those of the wordings of other releases."""
+    index = (HTML / language / "errors.html").read_text(encoding="utf-8")
+    printed, older = index.split('id="error-other-releases"')
+    return (
+        [(_text(pre).strip(), links) for pre, links in ENTRY.findall(printed)],
+        [(_text(pre).strip(), links) for pre, links in ENTRY.findall(older)],
+    )
+
+
 @pytest.mark.parametrize("language", LANGUAGES)
 def test_each_error_index_entry_links_a_section_that_prints_it(site_url, language):
-    index = (HTML / language / "errors.html").read_text(encoding="utf-8")
-    index, older = index.split('id="error-other-releases"')
-    entries = re.findall(
-        r'<div class="[^"]*pitfalls-error-message[^"]*"[^>]*>\s*<div class="highlight"><pre>'
-        r'(.*?)</pre>.*?<p class="pitfalls-error-pages">(.*?)</p>',
-        index,
-        re.S,
-    )
-    assert entries
-    for pre, links in entries:
-        message = _text(pre).strip()
+    printed, older = error_index_entries(language)
+    assert printed
+    for message, links in printed:
         hrefs = re.findall(r'href="([^"#]+)#([^"]+)"', links)
         assert hrefs, message
         for href, anchor in hrefs:
@@ -232,15 +242,8 @@ def test_each_error_index_entry_links_a_section_that_prints_it(site_url, languag
             assert f'id="{anchor}"' in (HTML / language / href).read_text(encoding="utf-8")
     # The wordings of other releases: in the linked page's Across releases section, with the
     # releases that print them.
-    entries = re.findall(
-        r'<div class="[^"]*pitfalls-error-message[^"]*"[^>]*>\s*<div class="highlight"><pre>'
-        r'(.*?)</pre>.*?<p class="pitfalls-error-pages">(.*?)</p>',
-        older,
-        re.S,
-    )
-    assert entries
-    for pre, links in entries:
-        message = _text(pre).strip()
+    assert older
+    for message, links in older:
         assert re.match(r"PyTorch \d+\.\d+", _text(links)), links
         for href, anchor in re.findall(r'href="([^"#]+)#([^"]+)"', links):
             page = (HTML / language / href).read_text(encoding="utf-8")

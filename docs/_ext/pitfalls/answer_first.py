@@ -56,7 +56,6 @@ SNIPPET = re.compile(
 )
 
 
-@functools.cache
 def snippets(path: Path = CHEATSHEET) -> dict[str, Snippet]:
     """slug → the cheat sheet's snippet for that page.
 

@@ -270,20 +270,11 @@ def error_index_directive():
                 for head, messages in by_kind[kind].items():
                     entry = nodes.container(classes=["pitfalls-error-entry"])
                     for message, where in messages:
-                        literal = nodes.literal_block(
-                            f"{kind}: {message}", f"{kind}: {message}",
-                            classes=["pitfalls-error-message"],
-                        )  # fmt: skip
-                        literal["language"] = "none"
-                        literal["translatable"] = False
-                        entry += literal
-                        links = nodes.paragraph(classes=["pitfalls-error-pages"])
-                        links["translatable"] = False
+                        links = _message_entry(entry, kind, message)
                         for i, item in enumerate(where):
                             if i:
                                 links += nodes.Text(" · ")
                             links += _section_ref(self.env.docname, item)
-                        entry += links
                     entry.insert(0, _gloss(self, head))
                     section += entry
                 result.append(section)
@@ -303,14 +294,7 @@ def error_index_directive():
             section = _section(self, "error-other-releases", "Wordings of other PyTorch releases")
             for (kind, message), pages in older.items():
                 entry = nodes.container(classes=["pitfalls-error-entry"])
-                literal = nodes.literal_block(
-                    f"{kind}: {message}", f"{kind}: {message}", classes=["pitfalls-error-message"]
-                )
-                literal["language"] = "none"
-                literal["translatable"] = False
-                entry += literal
-                links = nodes.paragraph(classes=["pitfalls-error-pages"])
-                links["translatable"] = False
+                links = _message_entry(entry, kind, message)
                 for i, (slug, releases) in enumerate(pages.items()):
                     if i:
                         links += nodes.Text(" · ")
@@ -318,11 +302,26 @@ def error_index_directive():
                     docname = catalog.docname(slug)
                     item = Printed(kind, message, docname, SECTION_ID, title)
                     links += _section_ref(self.env.docname, item)
-                entry += links
                 section += entry
             return section
 
     return ErrorIndex
+
+
+def _message_entry(entry, kind: str, message: str):
+    """Add a message, as PyTorch prints it (never translated), and an empty paragraph for its
+    links to ``entry``; return that paragraph."""
+    from docutils import nodes
+
+    text = f"{kind}: {message}"
+    literal = nodes.literal_block(text, text, classes=["pitfalls-error-message"])
+    literal["language"] = "none"
+    literal["translatable"] = False
+    links = nodes.paragraph(classes=["pitfalls-error-pages"])
+    links["translatable"] = False
+    entry += literal
+    entry += links
+    return links
 
 
 def older_recording_files() -> list[Path]:

@@ -285,10 +285,7 @@ var Scorer = {
   objPartialMatch: 6,
   objPrio: { 0: 15, 1: 5, 2: -5 },
   objPrioDefault: 0,
-  title: 15,
-  partialTitle: 7,
-  term: 5,
-  partialTerm: 2,
+  title: 15, // a page title that holds the query (full-text scores: RANKED_SEARCH_JS)
 };
 """
 
@@ -301,8 +298,8 @@ RANKED_SEARCH_JS = r"""
 // path, a layer name, an older wording) empties the results. Here a page ranks by the share of
 // the query it explains: each query word weighs its inverse document frequency (rare words
 // count more), a word in a title counts double, a word no page holds is left out, and a page
-// must explain at least half of what the query says. The declared phrases and printed messages
-// of the catalog (PITFALLS_PHRASES) rank the same way, by the share of their words the query has.
+// must explain at least PITFALLS_SHARE of what the query says. The declared phrases and printed
+// messages of the catalog (PITFALLS_PHRASES) rank by the share of their words the query has.
 var pitfallsStemmer = null;
 var pitfallsWords = (text) => {
   if (!pitfallsStemmer) pitfallsStemmer = new Stemmer();
@@ -317,6 +314,24 @@ var pitfallsFiles = (table, word) => {
   if (!Object.prototype.hasOwnProperty.call(table, word)) return [];
   const files = table[word];
   return files.length === undefined ? [files] : files;
+};
+var PITFALLS_SHARE = 0.35; // the least share of the query a page must explain
+var pitfallsLengthCache = null;
+var pitfallsLengths = (index) => {
+  // each page's number of distinct words, over the average page's
+  if (pitfallsLengthCache) return pitfallsLengthCache;
+  const counts = new Array(index.filenames.length).fill(0);
+  for (const term of Object.keys(index.terms))
+    for (const file of pitfallsFiles(index.terms, term)) counts[file] += 1;
+  const average = counts.reduce((a, b) => a + b, 0) / Math.max(1, counts.length);
+  pitfallsLengthCache = counts.map((count) => count / Math.max(1, average));
+  return pitfallsLengthCache;
+};
+var pitfallsPhraseCache = new Map();
+var pitfallsPhraseWords = (phrase) => {
+  if (!pitfallsPhraseCache.has(phrase))
+    pitfallsPhraseCache.set(phrase, [...pitfallsWords(pitfallsClean(phrase))]);
+  return pitfallsPhraseCache.get(phrase);
 };
 var pitfallsRank = (searchTerms, excludedTerms) => {
   const index = Search._index;
@@ -401,24 +416,6 @@ var pitfallsRank = (searchTerms, excludedTerms) => {
     index.filenames[file],
     SearchResultKind.text,
   ]);
-};
-var PITFALLS_SHARE = 0.35; // the least share of the query a page must explain
-var pitfallsLengthCache = null;
-var pitfallsLengths = (index) => {
-  // each page's number of distinct words, over the average page's
-  if (pitfallsLengthCache) return pitfallsLengthCache;
-  const counts = new Array(index.filenames.length).fill(0);
-  for (const files of Object.values(index.terms))
-    for (const file of files.length === undefined ? [files] : files) counts[file] += 1;
-  const average = counts.reduce((a, b) => a + b, 0) / Math.max(1, counts.length);
-  pitfallsLengthCache = counts.map((count) => count / Math.max(1, average));
-  return pitfallsLengthCache;
-};
-var pitfallsPhraseCache = new Map();
-var pitfallsPhraseWords = (phrase) => {
-  if (!pitfallsPhraseCache.has(phrase))
-    pitfallsPhraseCache.set(phrase, [...pitfallsWords(pitfallsClean(phrase))]);
-  return pitfallsPhraseCache.get(phrase);
 };
 if (typeof Search !== "undefined") Search.performTermsSearch = pitfallsRank;
 """
