@@ -52,6 +52,12 @@ def _nan_gradient():
         torch.where(x > 0, x.sqrt(), torch.zeros_like(x)).sum().backward()
 
 
+def _nan_log_gradient():
+    x = torch.tensor([0.0, 1.0], requires_grad=True)
+    with torch.autograd.detect_anomaly():
+        torch.where(x > 0, x.log(), torch.zeros_like(x)).sum().backward()
+
+
 def _inference(use):
     with torch.inference_mode():
         t = torch.ones(2)
@@ -188,12 +194,14 @@ PRODUCERS = [
     lambda: (torch.ones(2, requires_grad=True) * 2).grad,
     lambda: torch.ones(2).retain_grad(),
     _nan_gradient,
+    _nan_log_gradient,
     # devices and serialization
     lambda: torch.ones(2, requires_grad=True).numpy(),
     lambda: _load(nn.Linear(2, 2)),
     lambda: _load(_Payload()),
     lambda: torch.ones(2, device="meta") + torch.ones(2),
     lambda: torch.ones(4).item(),
+    lambda: float(torch.ones(4)),
     lambda: nn.DataParallel(nn.Sequential(nn.Linear(2, 2))).load_state_dict(
         nn.Sequential(nn.Linear(2, 2)).state_dict()
     ),
@@ -218,6 +226,9 @@ PRODUCERS = [
     lambda: nn.RNN(4, 4, num_layers=2, batch_first=True)(
         torch.randn(3, 5, 4), torch.randn(3, 2, 4)
     ),
+    lambda: nn.LSTM(4, 4, num_layers=2, batch_first=True)(
+        torch.randn(3, 5, 4), (torch.randn(3, 2, 4), torch.randn(3, 2, 4))
+    ),
     lambda: nn.Module()(),
     # optimizers
     lambda: _scheduler(),
@@ -239,6 +250,7 @@ PRODUCERS = [
     _expanded_write,
     lambda: torch.zeros(3).expand(2, 3).masked_fill_(torch.ones(2, 3, dtype=torch.bool), 1),
     lambda: F.softmax(torch.randn(2, 3)),
+    lambda: F.log_softmax(torch.randn(2, 3)),
     lambda: torch.softmax(torch.randn(2, 3)),
     lambda: torch.randn(3).index_select(0, torch.tensor([0.0])),
     lambda: torch.randn(3).index_select(0, torch.tensor([[0]])),
@@ -329,6 +341,7 @@ NOT_PYTORCHS = {
     r"indices must be in \[0, 3\) for dim 0, got 0\.\.5": "the page's own checked helper",
     "Error detected in SqrtBackward0": "anomaly mode's header before any backward error",
     "Error detected in SigmoidBackward0": "anomaly mode's header before any backward error",
+    "Error detected in LogBackward0": "anomaly mode's header before any backward error",
 }
 """Messages a page asserts that are not PyTorch's (or that precede another one), and why."""
 

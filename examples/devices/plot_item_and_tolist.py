@@ -63,6 +63,13 @@ with expect_raises(RuntimeError, "a Tensor with 4 elements cannot be converted t
     per_sample.item()
 
 # %%
+# Python's own conversions, ``float(t)`` and ``int(t)`` (and NumPy code that calls them), fail on
+# the same tensor with another class and another message:
+
+with expect_raises(ValueError, "only one element tensors can be converted to Python scalars"):
+    float(per_sample)
+
+# %%
 # Why
 # ---
 #

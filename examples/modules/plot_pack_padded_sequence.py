@@ -198,6 +198,16 @@ with cuda_section(device, "lengths on the GPU refused by pack_padded_sequence") 
         print("with lengths.cpu(): packed data on", moved_back.data.device)
 
 # %%
+# The check refuses every device but the CPU, so this machine can show its message too, with
+# lengths on PyTorch's ``meta`` device (a tensor with a shape and no data) in place of the GPU
+# (``enforce_sorted=True`` here: sorting meta lengths would fail first, on the missing data):
+
+with expect_raises(RuntimeError, "'lengths' argument should be a 1D CPU int64 tensor"):
+    pack_padded_sequence(
+        padded, lengths_tensor.sort(descending=True).values.to("meta"), batch_first=True
+    )
+
+# %%
 # Bidirectional layers need packing even more
 # -------------------------------------------
 #

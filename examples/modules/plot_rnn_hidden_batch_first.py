@@ -125,6 +125,15 @@ with expect_raises(RuntimeError, r"Expected hidden size \(2, 3, 4\), got \[3, 2,
     gru(x, torch.zeros(N, 2, H, device=device))
 
 # %%
+# An LSTM's state is a pair ``(h_0, c_0)`` of that same shape, and its message numbers the
+# pair's elements:
+
+lstm_one = nn.LSTM(2, H, bidirectional=True, batch_first=True).to(device)
+state = (torch.zeros(N, 2, H, device=device), torch.zeros(N, 2, H, device=device))
+with expect_raises(RuntimeError, r"Expected hidden\[0\] size \(2, 3, 4\), got \[3, 2, 4\]"):
+    lstm_one(x, state)
+
+# %%
 # and **accepted silently when the batch size happens to equal num_layers × directions**.
 # With 2 sequences and a bidirectional layer, a batch-first ``h_0`` of shape ``(2, 2, H)`` is
 # read with its two dimensions swapped: changing the initial state meant for sample 1 changes the

@@ -121,6 +121,15 @@ assert all(torch.tensor(products).isnan())
 # The same happens with a mask written as a product, ``mask * torch.sqrt(x)``, and with any
 # function whose derivative is infinite or NaN where it is masked out: ``log`` at 0, ``exp`` of a
 # large number that overflows, a division by zero.
+# With ``log``, anomaly mode names ``LogBackward0``:
+
+x = torch.tensor([0.0, 1.0, 2.0], device=device, requires_grad=True)
+with expect_warns(UserWarning, "Error detected in LogBackward0", show=False):
+    with expect_raises(RuntimeError, "Function 'LogBackward0' returned nan values"):
+        with torch.autograd.detect_anomaly():
+            torch.where(x > 0, torch.log(x), 0.0).sum().backward()
+
+# %%
 # Clamping the input to 0 is not enough for ``sqrt``: it removes the NaN at ``x < 0`` and keeps
 # the infinite derivative at ``x = 0``, whose NaN ``clamp`` passes on to ``x`` (since PyTorch
 # 2.14 it stops it there, by accident of its gradient at the bound: see "Changed in PyTorch 2.14"

@@ -36,7 +36,7 @@ TARGETS = {"en": (0.90, 0.97), "zh_CN": (0.85, 0.97)}
 #: The measured level, per language: (rank 1, top 3). A ratchet: raise it, never lower it.
 FLOORS = {"en": (0.905, 0.968), "zh_CN": (0.922, 0.982)}
 #: The error index, searched with Ctrl+F: the share of pasted first lines that reach their page.
-ERROR_INDEX_FLOOR = 0.765
+ERROR_INDEX_FLOOR = 0.86
 
 #: Runs one query through the search page's code; returns the docnames in the displayed order.
 RANK_JS = """
@@ -181,16 +181,18 @@ def test_a_pasted_message_opens_the_section_that_printed_it(page, site_url, lang
 CTRL_F_END = re.compile(r"""[\d'"\[(<{/]|[.:;,，。：](?:\s|$)""")
 MESSAGE_START = re.compile(r"((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Warning|Exception)):\s*(\S.*)")
 CJK_WORDS = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]+")
-#: What a log line puts before the message: torchrun's rank, glog's level, time, thread and place.
+#: What a log line puts before the message: torchrun's rank, glog's level, time, thread and place,
+#: the word "Warning:" of a C++ warning, and TorchDynamo's frame and compile ids (``[0/8]``).
 LOG_PREFIX = re.compile(
     r"^(?:\[rank\d+\]:\s*)?(?:[WEI]\d{4} [\d:.]+ \d+ \S+\] |\[[WEI] [\w.]+:\d+\] )?"
+    r"(?:Warning: )?(?:\[\d+/\d+\] )?"
 )
 
 
 def ctrl_f_text(query: str) -> str:
-    """What a reader who pasted ``query`` types into Ctrl+F: the message after its class (their
-    own Chinese words left out), up to the end of its first clause or the first value of their
-    own run, at most eight words and at least the first three."""
+    """What a reader who pasted ``query`` starts typing into Ctrl+F: the message after its class
+    (their own Chinese words left out), up to the end of its first clause or the first value of
+    their own run, at most eight words and at least the first three."""
     lines = query.strip().splitlines()
     line = next((ln for ln in lines if MESSAGE_START.search(ln)), lines[0])
     match = MESSAGE_START.search(line)
@@ -217,9 +219,19 @@ def test_the_error_index_reaches_the_page_of_a_pasted_first_line(site_url):
             accepted = {
                 catalog.docname(s) + ".html" for s in [query["page"], *query.get("also", [])]
             }
-            # the entries that hold it, next to each other (the index groups a message's forms)
-            hits = {link for message, links in entries if text in message.lower() for link in links}
-            results.append((query, text, bool(accepted & hits)))
+            # Find-in-page searches as the reader types: when the text typed so far is found
+            # nowhere ("0 of 0", as after words of their own), they go back to the longest
+            # beginning that is found, of at least three words.
+            words = text.split()
+            for end in range(len(words), min(3, len(words)) - 1, -1):
+                typed = " ".join(words[:end])
+                # the entries that hold it, next to each other (the index groups a message's forms)
+                hits = {
+                    link for message, links in entries if typed in message.lower() for link in links
+                }
+                if hits:
+                    break
+            results.append((query, typed, bool(accepted & hits)))
     reached = sum(ok for _, _, ok in results) / len(results)
     print(f"\nerror index: {reached:.1%} of {len(results)} pasted first lines reach their page")
     missed = "\n".join(f"  {t!r} -> {q['page']}" for q, t, ok in results if not ok)

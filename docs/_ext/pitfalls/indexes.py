@@ -77,10 +77,34 @@ def _not_pytorchs(kind: str, message: str) -> bool:
     return messages.not_pytorchs(kind.rsplit(".", 1)[-1], message)
 
 
+def declared_lines(text: str, patterns: list[str]) -> list[tuple[str, str]]:
+    """``(class, line)`` of each later line of a message that one of ``patterns`` matches.
+
+    PyTorch's longer messages go on over several lines, and readers paste the line that names
+    their problem (``Unexpected key(s) in state_dict: …``), not the first one. A page declares
+    the lines it explains in its record's messages; a line of its output that one of them
+    matches is listed with the class of the message it belongs to (the last message line above).
+
+    >>> output = "RuntimeError: Error(s) in loading state_dict for Net:\\n\\tUnexpected key(s) in x"
+    >>> declared_lines(output, [r"Unexpected key\\(s\\)"])
+    [('RuntimeError', 'Unexpected key(s) in x')]
+    """
+    found, kind = [], None
+    for line in text.splitlines():
+        match = MESSAGE_LINE.match(line.strip())
+        if match:
+            kind = match[1]
+        elif kind and any(re.search(pattern, line) for pattern in patterns):
+            found.append((kind, line.strip()))
+    return found
+
+
 def printed_messages(doctree, docname: str) -> list[Printed]:
     """Every PyTorch message that the executed outputs of a page print, with its section."""
     from docutils import nodes
 
+    slug = gallery_slug(docname)
+    patterns = [m["pattern"] for m in catalog.page(slug).messages] if slug else []
     found = []
     for block in doctree.findall(nodes.literal_block):
         if not _is_output(block):
@@ -88,7 +112,8 @@ def printed_messages(doctree, docname: str) -> list[Printed]:
         section = next((a for a in _ancestors(block) if isinstance(a, nodes.section)), None)
         section_id = section["ids"][0] if section is not None and section["ids"] else ""
         title = section[0].astext() if section is not None else ""
-        for kind, message in message_lines(block.astext()):
+        text = block.astext()
+        for kind, message in message_lines(text) + declared_lines(text, patterns):
             printed = Printed(kind, message, docname, section_id, title)
             if printed not in found:
                 found.append(printed)
