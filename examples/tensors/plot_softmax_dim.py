@@ -106,8 +106,8 @@ with expect_warns(UserWarning, "Implicit dimension choice for softmax"):
 torch.testing.assert_close(probs_module, probs_implicit)
 
 # %%
-# So does :func:`~torch.nn.functional.log_softmax`, the input of :func:`~torch.nn.functional.nll_loss`,
-# whose warning names it:
+# So does :func:`~torch.nn.functional.log_softmax`, the input of
+# :func:`~torch.nn.functional.nll_loss`, whose warning names it:
 
 with expect_warns(UserWarning, "Implicit dimension choice for log_softmax"):
     log_probs_implicit = F.log_softmax(logits)
