@@ -13,7 +13,7 @@ the samples.
 
 .. admonition:: What you will learn
 
-   * why a worker started with ``fork`` copies the Python objects it merely reads (reference counts);
+   * why a worker started with ``fork`` copies the Python objects it only reads (reference counts);
    * how to measure a worker's own memory, and why ``top``'s resident size misleads;
    * the fix: keep the samples in a few large arrays or tensors, not in millions of small objects.
 
