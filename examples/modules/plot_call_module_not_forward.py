@@ -13,6 +13,8 @@ runs it *and* the hooks registered on the module.
 .. admonition:: What you will learn
 
    * ``model.forward(x)`` skips the module's hooks; ``model(x)`` runs them around ``forward``;
+   * under DDP, going around the wrapper (``ddp_model.module(x)``) leaves the gradients of the
+     ranks unaveraged, silently;
    * the fix: call the module, ``model(x)``, and its submodules, ``self.block(x)``.
 
 .. admonition:: Prerequisites
@@ -21,7 +23,7 @@ runs it *and* the hooks registered on the module.
    :ref:`modulelist-vs-list` (what a module registers).
 
 Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`,
-:func:`~torch_pitfalls.expect_warns`.
+:func:`~torch_pitfalls.expect_warns`, :func:`~torch_pitfalls.ranks.run_ranks`.
 """
 
 # %%
@@ -133,6 +135,69 @@ assert len(activations) == 3
 handle.remove()
 
 # %%
+# Under DDP: gradients that are never averaged
+# --------------------------------------------
+#
+# :class:`~torch.nn.parallel.DistributedDataParallel` (DDP) averages the gradients of all ranks
+# during backward, and its own ``forward`` is what prepares that for the coming backward.
+# Code that reaches past the wrapper — ``ddp_model.module(x)``, or a method of the wrapped model
+# such as a loss or a generation step — runs the model without it: backward then computes each
+# rank's own gradients and averages nothing, and every rank steps with different gradients.
+# Two ranks of a gloo process group on this machine, each with its own batch (every input equal
+# to its rank + 1), compare the gradient of one weight
+# (:func:`~torch_pitfalls.ranks.run_ranks` starts the ranks):
+
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+from torch_pitfalls import run_ranks
+
+
+def gradients_per_call(rank, world_size):
+    """One weight's gradient on this rank after a backward through each way of calling."""
+    torch.manual_seed(0)
+    ddp_model = DDP(nn.Linear(4, 2))  # CPU tensors and gloo, whatever the page's device
+    batch = torch.full((3, 4), float(rank + 1))
+    calls = {
+        "ddp_model.module(x)": lambda: ddp_model.module(batch),
+        "ddp_model(x)": lambda: ddp_model(batch),
+        "ddp_model.forward(x)": lambda: ddp_model.forward(batch),
+    }
+    found = {}
+    for name, call in calls.items():
+        ddp_model.zero_grad()
+        call().sum().backward()
+        found[name] = ddp_model.module.weight.grad[0, 0].item()
+    found["backend"] = dist.get_backend()
+    return found
+
+
+per_rank = run_ranks(gradients_per_call, world_size=2)
+print("backend:", per_rank[0]["backend"])
+for name in ("ddp_model.module(x)", "ddp_model(x)", "ddp_model.forward(x)"):
+    print(f"{name:22} gradient on rank 0, rank 1:", [found[name] for found in per_rank])
+assert [found["ddp_model.module(x)"] for found in per_rank] == [3.0, 6.0]  # each rank its own
+assert [found["ddp_model(x)"] for found in per_rank] == [4.5, 4.5]  # the average of 3 and 6
+assert [found["ddp_model.forward(x)"] for found in per_rank] == [4.5, 4.5]
+
+# %%
+# **Bypassing the DDP wrapper gives each rank its own gradient, silently: the replicas drift
+# apart, and a checkpoint saved by rank 0 holds a model trained on one rank's data.**
+# Calling the wrapper's ``forward`` directly still averages, because DDP does that work inside
+# its ``forward`` rather than in a hook; the mistake under DDP is going *around* the wrapper.
+# Call ``ddp_model(...)`` for every forward pass that leads to a backward; for a second method
+# that needs gradients, make it part of ``forward`` (a mode argument) so that it goes through
+# the wrapper.
+#
+# A real-world report: reinforcement-learning trainers that bypassed DDP
+# ----------------------------------------------------------------------
+#
+# In a popular small-LLM training project, the supervised trainers called the DDP-wrapped model,
+# but the reinforcement-learning trainers (GRPO, PPO and an agent trainer) unwrapped it and ran
+# their loss's forward pass through ``.module``; a contributor found that the ranks therefore
+# never averaged their gradients and diverged without any error, and routed the forward back
+# through the wrapper (`minimind pull request 854 <https://github.com/jingyaogong/minimind/pull/854>`_).
+#
 # Detectors
 # ---------
 #

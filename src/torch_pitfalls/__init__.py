@@ -27,6 +27,7 @@ _EXPORTS = {
     "measured": "measure",
     "median_time": "measure",
     "peak_cuda_bytes": "measure",
+    "run_ranks": "ranks",
     "saved_tensors": "measure",
     "TwoConvNet": "models",
     "make_pretrained_classifier": "models",
