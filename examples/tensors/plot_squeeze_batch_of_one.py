@@ -148,8 +148,8 @@ with expect_raises(ValueError, r"Target size \(torch.Size\(\[1\]\)\) must be the
     F.binary_cross_entropy_with_logits(prediction, targets)
 
 # %%
-# With ``drop_last=True`` the training loader never makes a batch of one, which is why the error
-# often appears first in evaluation, or when the model serves a single request.
+# With ``drop_last=True`` the training loader drops its last, smaller batch, which is why the
+# error often appears first in evaluation, or when the model serves a single request.
 #
 # The fix
 # -------
