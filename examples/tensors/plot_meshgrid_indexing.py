@@ -168,11 +168,11 @@ assert torch.equal(warped[0, 0], image[0, 0])
 # A user implementing the YOLO detector rebuilt the grid of cell offsets with
 # :func:`torch.meshgrid` and reported that it differs from ``numpy.meshgrid``: the two calls
 # with the same inputs return transposed grids, which matters when boxes are recovered from the
-# offsets to the grid cells. The maintainers answered that PyTorch's behaviour is ``ij``,
+# offsets to the grid cells. A maintainer answered that PyTorch's behaviour is ``ij``,
 # NumPy's default ``xy``, and proposed an ``indexing`` option like NumPy's
 # (`PyTorch issue 15301 <https://github.com/pytorch/pytorch/issues/15301>`_).
-# In the follow-up issue about the divergence, a user porting EfficientDet describes getting
-# badly wrong bounding boxes from it and hours lost finding the cause
+# In a later issue about the divergence, opened by a maintainer, a user porting EfficientDet
+# describes getting badly wrong bounding boxes from it, and hours lost finding the cause
 # (`PyTorch issue 50276 <https://github.com/pytorch/pytorch/issues/50276>`_).
 # That issue is still the one the documentation names for the planned move of the default to
 # ``xy``; until then the default is ``ij``, as the symptom above shows.

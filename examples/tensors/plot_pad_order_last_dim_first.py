@@ -142,7 +142,7 @@ with expect_raises(RuntimeError, r"mat1 and mat2 shapes cannot be multiplied \(6
 # The fix
 # -------
 #
-# **Write the tuple from the last dimension backwards, and name its parts.**
+# **Write the tuple from the last dimension towards the first, and name its parts.**
 # For an image, that is ``(left, right, top, bottom)``; for time in ``(N, T, features)``, the
 # features come first with ``(0, 0)``:
 

@@ -155,8 +155,9 @@ with expect_raises(ValueError, r"Target size \(torch.Size\(\[1\]\)\) must be the
 # -------
 #
 # **Name the dimensions to remove:** ``squeeze((2, 3))`` after a global pooling, ``squeeze(1)``
-# or ``[:, 0]`` for one output per sample, or ``flatten(1)`` (:class:`~torch.nn.Flatten` in a
-# :class:`~torch.nn.Sequential`), which keeps dimension 0 whatever its size.
+# or ``[:, 0]`` for one output per sample, or ``flatten(1)`` (:meth:`~torch.Tensor.flatten`;
+# :class:`~torch.nn.Flatten` in a :class:`~torch.nn.Sequential`), which keeps dimension 0
+# whatever its size.
 
 for n in (8, 1):
     pooled = torch.zeros(n, C, 1, 1, device=device)
