@@ -175,6 +175,15 @@ def _unsafe_autocast():
         nn.BCELoss()(torch.rand(3, device="cuda"), torch.rand(3, device="cuda"))
 
 
+def _meshgrid_without_indexing():
+    warn_always = torch.is_warn_always_enabled()
+    torch.set_warn_always(True)  # a C++ warning issued once per process otherwise
+    try:
+        torch.meshgrid(torch.arange(2), torch.arange(3))
+    finally:
+        torch.set_warn_always(warn_always)
+
+
 PRODUCERS = [
     lambda: nn.Linear(2, 2).weight.grad.zero_(),
     # autograd
@@ -262,6 +271,14 @@ PRODUCERS = [
     lambda: torch.Tensor(2.5),
     lambda: torch.Tensor(3, device="cuda"),
     lambda: torch.tensor(torch.ones(2)),
+    _meshgrid_without_indexing,
+    lambda: torch.zeros(4, 3) + torch.zeros(3, 4),
+    lambda: F.pad(torch.zeros(1, 1, 8, 3), (4, 4, 0, 0), mode="reflect"),
+    lambda: nn.Linear(4, 2)(torch.zeros(2, 3, 6)),
+    lambda: torch.zeros(3).argmax(dim=1),
+    lambda: torch.cat([torch.zeros(2, 3), torch.zeros(3)]),
+    lambda: F.mse_loss(torch.tensor(1.0), torch.ones(1)),
+    lambda: F.binary_cross_entropy_with_logits(torch.tensor(0.0), torch.ones(1)),
     # numerics, data, performance, distributed
     lambda: nn.Linear(2, 2)(torch.ones(1, 2, dtype=torch.float64)),
     # float64-creep's message on 2.11 and older (mse_loss); huber_loss still gives it in 2.13
@@ -342,6 +359,7 @@ NOT_PYTORCHS = {
     "Error detected in SqrtBackward0": "anomaly mode's header before any backward error",
     "Error detected in SigmoidBackward0": "anomaly mode's header before any backward error",
     "Error detected in LogBackward0": "anomaly mode's header before any backward error",
+    "'float' object is not iterable": "Python's own error, from list.extend of a float",
 }
 """Messages a page asserts that are not PyTorch's (or that precede another one), and why."""
 
