@@ -279,8 +279,11 @@ PRODUCERS = [
     lambda: torch.cat([torch.zeros(2, 3), torch.zeros(3)]),
     lambda: F.mse_loss(torch.tensor(1.0), torch.ones(1)),
     lambda: F.binary_cross_entropy_with_logits(torch.tensor(0.0), torch.ones(1)),
+    lambda: F.cross_entropy(torch.randn(16, 10), torch.zeros(4, dtype=torch.long)),
+    lambda: nn.Linear(8, 10)(torch.randn(4, 32)),
     # numerics, data, performance, distributed
     lambda: nn.Linear(2, 2)(torch.ones(1, 2, dtype=torch.float64)),
+    lambda: torch.ones(1, 3).std(dim=0),
     # float64-creep's message on 2.11 and older (mse_loss); huber_loss still gives it in 2.13
     lambda: F.huber_loss(
         torch.ones(2, requires_grad=True), torch.zeros(2, dtype=torch.float64)
