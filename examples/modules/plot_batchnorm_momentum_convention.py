@@ -156,8 +156,7 @@ assert nn.BatchNorm1d(2).momentum == 0.1
 # %%
 # Keras's `BatchNormalization
 # <https://www.tensorflow.org/versions/r2.6/api_docs/python/tf/keras/layers/BatchNormalization>`_
-# (and TensorFlow's older ``tf.layers.batch_normalization``) documents the rule the other way
-# round, with a default of 0.99:
+# documents the rule the other way round, with a default of 0.99:
 # ``moving = moving * momentum + batch_statistic * (1 - momentum)``.
 # Written out in tensor arithmetic, Keras's rule with ``momentum=m`` gives exactly what PyTorch
 # computes with ``momentum=1 - m``:
@@ -245,7 +244,8 @@ def from_keras_momentum(keras_momentum):
 
 bn = nn.BatchNorm1d(2, momentum=from_keras_momentum(0.99), eps=1e-3).to(device)
 print(bn)
-assert bn.momentum == 0.01
+print("PyTorch's default eps:", nn.BatchNorm1d(2).eps)
+assert bn.momentum == 0.01 and nn.BatchNorm1d(2).eps == 1e-5
 
 # %%
 # A momentum above 0.5 makes the running statistics weigh the last batch more than everything

@@ -9,8 +9,8 @@ That is what :class:`~torch.nn.Linear`, :class:`~torch.nn.LayerNorm` and the rec
 attention layers with ``batch_first=True`` work on.
 :class:`~torch.nn.Conv1d` and :class:`~torch.nn.BatchNorm1d` do not: they take the channels (the
 features) in dimension 1, ``(N, C, L)``.
-Given ``(N, L, C)``, they raise an error when ``L`` and ``C`` differ, and the usual "fix" of the
-error, ``BatchNorm1d(L)``, runs and normalises each *time step* instead of each feature.
+Given ``(N, L, C)``, they raise an error when ``L`` and ``C`` differ, and the tempting "fix" of
+the error, ``BatchNorm1d(L)``, runs and normalises each *time step* instead of each feature.
 When ``L`` equals ``C`` there is not even an error: the convolution slides along the features,
 and the model trains on the wrong axis.
 

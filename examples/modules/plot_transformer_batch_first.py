@@ -127,8 +127,8 @@ print(
 # ---
 #
 # The attention layers were added to PyTorch with the layout of its recurrent layers,
-# ``(S, N, E)``, and ``batch_first`` came later as an option; its default stayed ``False`` so as
-# not to break existing code.
+# ``(S, N, E)``, and ``batch_first`` came later as an option; its default stayed ``False``, the
+# original layout.
 # Every one of these classes has it, and it is ``False`` unless you pass ``True``:
 
 with expect_warns(UserWarning, "batch_first was not True", show=False):
