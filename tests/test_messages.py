@@ -239,6 +239,13 @@ PRODUCERS = [
         torch.randn(3, 5, 4), (torch.randn(3, 2, 4), torch.randn(3, 2, 4))
     ),
     lambda: nn.Module()(),
+    lambda: nn.Conv1d(3, 4, 3)(torch.randn(8, 20, 3)),
+    lambda: nn.BatchNorm1d(3)(torch.randn(8, 20, 3)),
+    lambda: nn.BatchNorm1d(20).eval()(torch.randn(8, 24, 3)),
+    lambda: nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2), num_layers=1),
+    lambda: nn.MultiheadAttention(8, 2)(
+        x := torch.randn(2, 5, 8), x, x, key_padding_mask=torch.zeros(2, 5, dtype=torch.bool)
+    ),
     # optimizers
     lambda: _scheduler(),
     lambda: _scheduler(total_steps=2),
