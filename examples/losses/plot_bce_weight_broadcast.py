@@ -191,9 +191,9 @@ torch.testing.assert_close(loss_2_6, 2 * loss_ratio)
 # reshaped to ``(N, 1, 1)``; and two class weights against an input whose last dimension was 2
 # ran without error but weighted that last dimension, not the classes.
 # For ``pos_weight``, `PyTorch issue 82496 <https://github.com/pytorch/pytorch/issues/82496>`_
-# pointed out that the documented "vector with length equal to the number of classes" fails for
-# targets with spatial dimensions, which need a ``pos_weight`` with as many dimensions, such as
-# ``(C, 1, 1)``.
+# pointed out that a vector with one value per class, as the documentation then asked for, fails
+# for targets with spatial dimensions, which need a ``pos_weight`` with as many dimensions, such
+# as ``(C, 1, 1)``.
 #
 # Takeaway
 # --------

@@ -265,12 +265,12 @@ assert fixed.isfinite() and model.weight.grad.isfinite().all()
 # -------------------
 #
 # In `captcha_break issue 29 <https://github.com/ypwhs/captcha_break/issues/29>`_, a user of a
-# captcha recogniser changed the image size and the model's number of output frames, and the
-# CTC loss turned NaN after a few epochs, whatever the batch size or learning rate.
-# The maintainer's diagnosis was a target too long for its number of frames, with a blank needed
-# between characters, and the fixes were wider images or less horizontal pooling; the next
-# error in the thread came from passing lengths larger than the model's real number of output
-# frames.
+# captcha recogniser changed the image size and the number of output frames it assumed, and the
+# CTC loss turned NaN during training; a smaller batch or learning rate only delayed it.
+# The maintainer's diagnosis was a target too long for its number of frames, since the blanks
+# between characters need frames too, and the fixes were wider images or less horizontal pooling.
+# A later error in the thread came from an input length that no longer matched the model's real
+# number of output frames, which the maintainer told the user to measure by running the model.
 # The maintainer's rule of thumb leaves room for a blank around every character, more than CTC
 # needs: as shown above, a target needs one frame per character plus one per repeated pair.
 #

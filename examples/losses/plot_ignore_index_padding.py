@@ -195,9 +195,9 @@ assert int((by_value == eos_id).sum()) == 0
 # user pointed out that the masked and conditional language models of the library built their
 # :class:`~torch.nn.CrossEntropyLoss` with the default ``ignore_index``, so that only labels
 # equal to ``-100`` were skipped, while a padding id is usually another number: labels padded
-# with the padding id were silently trained on.
-# The issue itself names the way the library expects instead: replace the padding ids in the
-# labels with ``-100`` before the loss.
+# with the padding id would be trained on.
+# The workaround the issue quotes from the library's documentation is the fix of this page:
+# replace the padding ids in the labels with ``-100`` before the loss.
 # The same mismatch appears in
 # `LaTeX-OCR issue 305 <https://github.com/lukas-blecher/LaTeX-OCR/issues/305>`_, where an
 # autoregressive wrapper pads with 0 and computes its loss with the default ``ignore_index``.
