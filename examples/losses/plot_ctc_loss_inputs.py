@@ -87,7 +87,7 @@ assert after_step.isnan() and model.weight.isnan().all()
 
 # %%
 # **One sample made the loss inf, the gradient NaN, and after one step every weight NaN.**
-# Training loops usually notice only the NaN, a few steps later.
+# A loop that logs the loss sees ``inf`` once, then NaN at every step after it.
 #
 # Why
 # ---
@@ -96,7 +96,8 @@ assert after_step.isnan() and model.weight.isnan().all()
 # letter or the blank, repeated letters are merged, blanks are removed.
 # Two equal letters in a row can only be told apart with a blank between them, so a target of
 # length ``L`` with ``r`` repeated neighbours needs at least ``L + r`` frames.
-# With fewer frames, no alignment exists, the probability is 0 and the loss ``-log 0 = inf``:
+# With fewer frames, no alignment exists, the probability is 0 and the loss ``-log 0 = inf``
+# (a fresh model, since the first one is NaN now):
 
 model = nn.Conv1d(8, 1 + len(letters), kernel_size=stride, stride=stride).to(device)
 per_sample = F.ctc_loss(
