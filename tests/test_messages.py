@@ -151,6 +151,24 @@ def _ddp_unused_parameter():
             dist.destroy_process_group()
 
 
+def _legacy_backward_hook():
+    block = nn.Sequential(nn.Linear(2, 2), nn.ReLU(), nn.Linear(2, 1))
+    block.register_backward_hook(lambda *args: None)
+    block(torch.ones(1, 2, requires_grad=True)).sum().backward()
+
+
+def _full_hook_without_input_grad():
+    layer = nn.Linear(2, 1)
+    layer.register_full_backward_hook(lambda *args: None)
+    layer(torch.ones(1, 2)).sum().backward()
+
+
+def _both_hook_kinds():
+    layer = nn.Linear(2, 1)
+    layer.register_backward_hook(lambda *args: None).remove()
+    layer.register_full_backward_hook(lambda *args: None)
+
+
 def _expanded_write():
     batch = torch.zeros(1, 3).expand(4, 3)
     batch += 1
@@ -188,6 +206,9 @@ PRODUCERS = [
     lambda: (torch.ones(2, requires_grad=True) * 2).grad,
     lambda: torch.ones(2).retain_grad(),
     _nan_gradient,
+    _legacy_backward_hook,
+    _full_hook_without_input_grad,
+    _both_hook_kinds,
     # devices and serialization
     lambda: torch.ones(2, requires_grad=True).numpy(),
     lambda: _load(nn.Linear(2, 2)),
