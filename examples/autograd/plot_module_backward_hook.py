@@ -105,9 +105,9 @@ assert inputs_of_last_node == ["AccumulateGrad", "ReluBackward0", "TBackward0"]
 # transposed weight: the three entries of ``grad_input`` above.
 # What this node's inputs are depends on how the module is implemented (the order of ``addmm``'s
 # arguments, a ``view`` or an activation at the end), so the same hook gives other tuples for
-# other layers, and for the same layer in another release.
-# This is why the method is deprecated, and why the call above warned that the hook "will be
-# missing some grad_input".
+# other layers.
+# The method is deprecated in favour of the full hook below, and the call above warned that the
+# hook "will be missing some grad_input".
 #
 # The fix
 # -------

@@ -70,8 +70,9 @@ assert all(is_first_value)
 # %%
 # **Every step returns the value of token 0**, whatever the query, and only step 0 (where the
 # cache holds one token) agrees with the full-sequence run.
-# A model decoded this way produces the same attention output at every step, so it tends to
-# repeat itself, while its training loss and a full forward pass look fine.
+# A model decoded this way gets the same attention output at every step (the report below
+# describes generation that keeps producing the same vector), while its training and any full
+# forward pass, where ``L == S``, are correct.
 #
 # To see the weights, give SDPA the identity matrix as values: the output is then the attention
 # weights themselves, one row per query and one column per key.
