@@ -190,7 +190,7 @@ print("reentrant, input requires grad: adapter gradient as without checkpoint")
 
 # %%
 # Under DDP: unused parameters, or a parameter "marked ready twice"
-# ------------------------------------------------------------------
+# -----------------------------------------------------------------
 #
 # With :class:`~torch.nn.parallel.DistributedDataParallel`, the reentrant variant fails instead
 # of training silently.
