@@ -157,6 +157,47 @@ def _ddp_unused_parameter():
             dist.destroy_process_group()
 
 
+def _legacy_backward_hook():
+    block = nn.Sequential(nn.Linear(2, 2), nn.ReLU(), nn.Linear(2, 1))
+    block.register_backward_hook(lambda *args: None)
+    block(torch.ones(1, 2, requires_grad=True)).sum().backward()
+
+
+def _full_hook_without_input_grad():
+    layer = nn.Linear(2, 1)
+    layer.register_full_backward_hook(lambda *args: None)
+    layer(torch.ones(1, 2)).sum().backward()
+
+
+def _both_hook_kinds():
+    layer = nn.Linear(2, 1)
+    layer.register_backward_hook(lambda *args: None).remove()
+    layer.register_full_backward_hook(lambda *args: None)
+
+
+def _checkpoint_ready_twice():
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+    from torch.utils.checkpoint import checkpoint
+
+    class Checkpointed(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.block = nn.Linear(4, 4)
+
+        def forward(self, x):
+            return checkpoint(self.block, x, use_reentrant=True)
+
+    with tempfile.TemporaryDirectory() as folder:
+        store = f"file://{folder}/store"
+        dist.init_process_group("gloo", init_method=store, rank=0, world_size=1)
+        try:
+            model = DistributedDataParallel(Checkpointed(), find_unused_parameters=True)
+            model(torch.randn(3, 4, requires_grad=True)).sum().backward()
+        finally:
+            dist.destroy_process_group()
+
+
 def _expanded_write():
     batch = torch.zeros(1, 3).expand(4, 3)
     batch += 1
@@ -204,6 +245,10 @@ PRODUCERS = [
     lambda: torch.ones(2).retain_grad(),
     _nan_gradient,
     _nan_log_gradient,
+    _legacy_backward_hook,
+    _full_hook_without_input_grad,
+    _both_hook_kinds,
+    lambda: torch.utils.checkpoint.checkpoint(nn.Linear(2, 2), torch.ones(1, 2)),
     # devices and serialization
     lambda: torch.ones(2, requires_grad=True).numpy(),
     lambda: _load(nn.Linear(2, 2)),
@@ -313,6 +358,7 @@ PRODUCERS = [
         iter(torch.utils.data.DataLoader(torch.arange(8.0), batch_size=4, pin_memory=True))
     ),
     _ddp_unused_parameter,
+    _checkpoint_ready_twice,
     lambda: _deterministic(warn_only=False),
     lambda: _deterministic(warn_only=True),
     lambda: torch.utils.data.DistributedSampler(range(4)),
