@@ -94,24 +94,26 @@ spawned = run_script(train_py, "spawn", timeout=120)
 show(spawned)
 
 # %%
-# **The script fails under "spawn"**, with two errors: each worker fails while it starts (the
-# "bootstrapping phase" message), and the main process, waiting for batches, finds its workers
-# dead.
-# And the line at the top of the script ran three times: once in the main process, under the name
-# ``__main__``, and once in each worker, under the name ``__mp_main__``.
+# **The script fails under "spawn"**, with two errors: the workers fail while they start (the
+# "bootstrapping phase" message), and the main process, waiting for batches, finds a worker dead
+# and stops.
+# And the line at the top of the script ran more than once: in the main process, under the name
+# ``__main__``, and again in the workers, under the name ``__mp_main__``.
+# (The main process stops at the first dead worker: a worker that is slower to start may be
+# stopped before it prints, so the number of lines from the workers can vary from run to run.)
 
 assert spawned.returncode == 1
 assert "batches:" not in spawned.stdout
-assert spawned.stderr.count("current process has finished its bootstrapping phase") == 2
+assert 1 <= spawned.stderr.count("current process has finished its bootstrapping phase") <= 2
 assert spawned.last_error_line().startswith("RuntimeError: DataLoader worker (pid(s) ")
 assert spawned.last_error_line().endswith(") exited unexpectedly")
 runs = module_level_runs(spawned)
 print("module level ran as:", runs)
-assert runs == [
-    ["__main__", "MainProcess"],
-    ["__mp_main__", "SpawnProcess-1"],
-    ["__mp_main__", "SpawnProcess-2"],
-]
+assert runs[0] == ["__main__", "MainProcess"]
+assert 1 <= len(runs[1:]) <= 2
+assert all(
+    name == "__mp_main__" and process.startswith("SpawnProcess") for name, process in runs[1:]
+)
 
 # %%
 # The same file under "fork", the default on Linux up to Python 3.13, loads its batches:
@@ -132,8 +134,9 @@ print("the start method of this machine's new processes:", multiprocessing.get_s
 # **A worker started with "spawn" is a new Python interpreter, and it runs the main script's
 # module level before it can do anything.**
 # The worker receives its copy of the dataset pickled, and a pickle names a class by module and
-# name: ``Squares`` lives in the script, so :mod:`multiprocessing` first runs the script in the
-# worker, as a module named ``__mp_main__`` (not ``__main__``), to define it.
+# name: :mod:`multiprocessing` runs the main script in every process it starts, as a module named
+# ``__mp_main__`` (not ``__main__``), so that the classes and functions defined there, such as
+# ``Squares``, exist when the worker unpickles its copy.
 # Every statement at module level runs again, including the construction of the DataLoader and
 # the loop over it.
 # Iterating a DataLoader with workers starts processes, and :mod:`multiprocessing` refuses to
