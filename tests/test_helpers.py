@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import os
 import random
+import subprocess
 import time
 import warnings
 
@@ -26,6 +27,7 @@ from torch_pitfalls import (
     median_time,
     peak_cuda_bytes,
     run_isolated,
+    run_script,
     saved_tensors,
     seed_everything,
 )
@@ -368,3 +370,36 @@ def test_run_isolated_validates():
         run_isolated("pass", env={"X": 1})
     with pytest.raises(ValueError, match="timeout"):
         run_isolated("pass", timeout=0)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="reads /proc")
+def test_run_script_kills_the_script_and_its_children_on_timeout(tmp_path):
+    script = tmp_path / "hang.py"
+    script.write_text(
+        "import subprocess, sys, time\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        "print(child.pid, flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    with pytest.raises(subprocess.TimeoutExpired) as caught:
+        run_script(script, timeout=3)
+    grandchild = int(caught.value.stdout.split()[0])  # what the script printed before
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _running(grandchild):
+        time.sleep(0.1)
+    assert not _running(grandchild)  # the script's own child was killed with it
+
+
+def _running(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has ended
+    except FileNotFoundError:
+        return False
+
+
+def test_run_script_validates(tmp_path):
+    with pytest.raises(ValueError, match="timeout"):
+        run_script(tmp_path / "x.py", timeout=0)
+    with pytest.raises(TypeError, match="arguments"):
+        run_script(tmp_path / "x.py", 1)

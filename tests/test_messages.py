@@ -7,6 +7,9 @@ from __future__ import annotations
 import ast
 import functools
 import io
+import multiprocessing
+import multiprocessing.spawn
+import os
 import re
 import tempfile
 import warnings
@@ -223,6 +226,26 @@ def _meshgrid_without_indexing():
         torch.meshgrid(torch.arange(2), torch.arange(3))
     finally:
         torch.set_warn_always(warn_always)
+def _start_while_bootstrapping():
+    # what a "spawn" worker is while it runs the main module (spawn-main-guard): a process that
+    # is still starting, which multiprocessing checks before it prepares a new process
+    process = multiprocessing.current_process()
+    process._inheriting = True
+    try:
+        multiprocessing.spawn.get_preparation_data("worker")
+    finally:
+        del process._inheriting
+
+
+def _worker_exits():
+    loader = torch.utils.data.DataLoader(
+        range(4),
+        num_workers=1,
+        timeout=60,
+        multiprocessing_context="fork",  # the worker_init_fn below is a lambda
+        worker_init_fn=lambda worker_id: os._exit(1),
+    )
+    next(iter(loader))
 
 
 PRODUCERS = [
@@ -362,6 +385,8 @@ PRODUCERS = [
     lambda: _deterministic(warn_only=False),
     lambda: _deterministic(warn_only=True),
     lambda: torch.utils.data.DistributedSampler(range(4)),
+    _start_while_bootstrapping,
+    _worker_exits,
     lambda: torch.utils.data.DataLoader(
         range(4), sampler=torch.utils.data.SequentialSampler(range(4)), shuffle=True
     ),

@@ -21,6 +21,7 @@ _EXPORTS = {
     "expect_warns": "expect",
     "Isolated": "isolation",
     "run_isolated": "isolation",
+    "run_script": "isolation",
     "SavedTensors": "measure",
     "compare_times": "measure",
     "graph_nodes": "measure",

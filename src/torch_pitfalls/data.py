@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from torch.utils.data import Dataset, IterableDataset, get_worker_info
+from torch.utils.data import Dataset, IterableDataset, Sampler, get_worker_info
 
 
 def _check_count(name: str, value: object) -> int:
@@ -170,3 +170,112 @@ class ShardedNumberStream(NumberStream):
             yield from range(self.start, self.end)
         else:  # worker info.id of info.num_workers: every num_workers-th item
             yield from range(self.start + info.id, self.end, info.num_workers)
+
+
+class EpochItems(Dataset):
+    """Items that report the dataset's ``epoch`` when they were loaded ("dataset-state-in-workers").
+
+    Each item is a dict: ``index``, ``epoch`` (the value of ``self.epoch`` at the moment the item
+    is loaded; it stands in for any state a training loop changes on its dataset, such as a
+    curriculum's difficulty) and ``worker``, the id of the DataLoader worker that loaded it
+    (``-1`` in the main process). The training loop sets ``dataset.epoch``; a worker reads its own
+    copy of the dataset.
+
+    Args:
+        n: number of items (``int`` ≥ 0).
+
+    Raises:
+        ValueError: ``n`` is not a non-negative ``int``.
+        IndexError: an index outside ``range(n)``.
+
+    >>> dataset = EpochItems(4)
+    >>> dataset.epoch = 2
+    >>> dataset[3]
+    {'index': 3, 'epoch': 2, 'worker': -1}
+    """
+
+    def __init__(self, n: int = 4) -> None:
+        self.n = _check_count("n", n)
+        self.epoch = 0
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: int) -> dict[str, int]:
+        if not 0 <= index < self.n:
+            raise IndexError(f"index {index} is out of range for {self.n} items")
+        info = get_worker_info()
+        return {"index": index, "epoch": int(self.epoch), "worker": -1 if info is None else info.id}
+
+
+class SharedEpochItems(EpochItems):
+    """:class:`EpochItems` whose ``epoch`` lives in shared memory ("dataset-state-in-workers").
+
+    ``epoch`` is a property over a one-element tensor moved to shared memory with
+    :meth:`~torch.Tensor.share_memory_`: a worker's copy of the dataset, inherited ("fork") or
+    unpickled ("spawn", "forkserver"), refers to the same memory, so a value set in the main
+    process is the one every worker reads at its next item.
+
+    >>> dataset = SharedEpochItems(4)
+    >>> dataset.epoch = 5
+    >>> dataset.epoch, dataset[0]["epoch"], dataset.shared.is_shared()
+    (5, 5, True)
+    """
+
+    def __init__(self, n: int = 4) -> None:
+        self.shared = torch.zeros((), dtype=torch.int64).share_memory_()
+        super().__init__(n)
+
+    @property
+    def epoch(self) -> int:
+        return int(self.shared)
+
+    @epoch.setter
+    def epoch(self, value: int) -> None:
+        self.shared.fill_(value)
+
+
+class EpochSampler(Sampler):
+    """A sampler that sends the epoch with every index ("dataset-state-in-workers").
+
+    It yields ``(epoch, index)`` for ``index`` in ``range(n)``, in order; ``set_epoch(e)`` sets the
+    epoch of the next pass, as :class:`~torch.utils.data.distributed.DistributedSampler` does. A
+    sampler runs in the main process: what it yields is sent to the workers with each batch.
+
+    >>> sampler = EpochSampler(3)
+    >>> sampler.set_epoch(1)
+    >>> list(sampler)
+    [(1, 0), (1, 1), (1, 2)]
+    """
+
+    def __init__(self, n: int) -> None:
+        self.n = _check_count("n", n)
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        """Set the epoch that the next pass over the sampler yields with its indices."""
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __iter__(self):
+        epoch = self.epoch  # read once, when the DataLoader starts the pass
+        return iter([(epoch, index) for index in range(self.n)])
+
+
+class EpochFromSampler(EpochItems):
+    """:class:`EpochItems` that takes the epoch from its key, ``(epoch, index)``.
+
+    Introduced on "dataset-state-in-workers".
+
+    Use it with :class:`EpochSampler`: the epoch arrives with each index instead of being read from
+    the worker's copy of the dataset.
+
+    >>> EpochFromSampler(4)[(3, 1)]
+    {'index': 1, 'epoch': 3, 'worker': -1}
+    """
+
+    def __getitem__(self, key: tuple[int, int]) -> dict[str, int]:
+        epoch, index = key
+        return {**super().__getitem__(index), "epoch": epoch}

@@ -8,6 +8,7 @@ them still run on CUDA in the same build. Introduced on "index-select".
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -94,3 +95,58 @@ def run_isolated(
         check=False,
     )
     return Isolated(completed.returncode, completed.stdout, completed.stderr)
+
+
+def run_script(path: str | os.PathLike[str], *args: str, timeout: float = 120.0) -> Isolated:
+    """Run the Python script at ``path`` as ``python path args...`` and return what happened.
+
+    Unlike :func:`run_isolated` (``python -c``), the child's main module is a file, as in
+    ``python train.py``: the "spawn" and "forkserver" start methods then import it again in every
+    child process they start. The child runs in a new process group; when it runs longer than
+    ``timeout``, the whole group (the script and the processes it started, e.g. DataLoader
+    workers) is killed before :class:`subprocess.TimeoutExpired` is raised, so nothing is left
+    running. Introduced on "spawn-main-guard".
+
+    Args:
+        path: the script (``str`` or path-like).
+        args: its command-line arguments (``str``).
+        timeout: seconds (``float`` > 0) before the process group is killed.
+
+    Returns:
+        An :class:`~torch_pitfalls.isolation.Isolated` with the exit status and both outputs.
+
+    Raises:
+        ValueError: ``timeout`` is not positive.
+        TypeError: an argument is not a ``str``.
+        subprocess.TimeoutExpired: the script ran longer than ``timeout``.
+
+    >>> import pathlib, tempfile
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     script = pathlib.Path(folder) / "hello.py"
+    ...     _ = script.write_text("import sys; print(__name__, sys.argv[1:])")
+    ...     run_script(script, "a", "b").stdout
+    "__main__ ['a', 'b']\\n"
+    """
+    if not timeout > 0:
+        raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
+    for arg in args:
+        if not isinstance(arg, str):
+            raise TypeError(f"arguments must be str, got {arg!r}")
+    child = subprocess.Popen(
+        [sys.executable, os.fspath(path), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group, which a timeout kills as a whole
+    )
+    try:
+        stdout, stderr = child.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired as timed_out:
+        os.killpg(child.pid, signal.SIGKILL)
+        timed_out.stdout, timed_out.stderr = child.communicate()  # what it printed before
+        raise
+    finally:
+        if child.poll() is None:  # an interruption (Ctrl-C) while waiting: leave nothing behind
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+    return Isolated(child.returncode, stdout, stderr)
