@@ -175,6 +175,13 @@ def _unsafe_autocast():
         nn.BCELoss()(torch.rand(3, device="cuda"), torch.rand(3, device="cuda"))
 
 
+def _manual_step_out_of_place():
+    w = torch.ones(2, requires_grad=True)
+    for _ in range(2):  # the first step makes w a non-leaf: the second finds w.grad None
+        w.sum().backward()
+        w = w - 0.1 * w.grad
+
+
 PRODUCERS = [
     lambda: nn.Linear(2, 2).weight.grad.zero_(),
     # autograd
@@ -193,6 +200,7 @@ PRODUCERS = [
     lambda: torch.autograd.Variable(torch.ones(2), volatile=True),
     lambda: (torch.ones(2, requires_grad=True) * 2).grad,
     lambda: torch.ones(2).retain_grad(),
+    _manual_step_out_of_place,
     _nan_gradient,
     _nan_log_gradient,
     # devices and serialization
