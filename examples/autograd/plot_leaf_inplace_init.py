@@ -197,8 +197,8 @@ with expect_raises(RuntimeError, "a leaf Variable that requires grad is being us
 # %%
 # Written out of place, ``w = w - lr * w.grad``, the first step runs, and makes ``w`` the result
 # of a subtraction: a tensor with a ``grad_fn``, no longer a leaf.
-# **The next backward leaves its .grad empty (see :ref:`non-leaf-grad`): PyTorch warns when it is
-# read, and the second update fails on None.**
+# **The next backward leaves its .grad empty: PyTorch warns when it is read, and the second update
+# fails on None** (:ref:`non-leaf-grad` explains the warning).
 
 w = torch.zeros(3, device=device, requires_grad=True)
 mse(w).backward()
