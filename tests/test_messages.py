@@ -246,6 +246,11 @@ def _worker_exits():
         worker_init_fn=lambda worker_id: os._exit(1),
     )
     next(iter(loader))
+def _manual_step_out_of_place():
+    w = torch.ones(2, requires_grad=True)
+    for _ in range(2):  # the first step makes w a non-leaf: the second finds w.grad None
+        w.sum().backward()
+        w = w - 0.1 * w.grad
 
 
 PRODUCERS = [
@@ -266,6 +271,7 @@ PRODUCERS = [
     lambda: torch.autograd.Variable(torch.ones(2), volatile=True),
     lambda: (torch.ones(2, requires_grad=True) * 2).grad,
     lambda: torch.ones(2).retain_grad(),
+    _manual_step_out_of_place,
     _nan_gradient,
     _nan_log_gradient,
     _legacy_backward_hook,

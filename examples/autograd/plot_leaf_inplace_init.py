@@ -15,7 +15,8 @@ computed tensor that no optimizer can train.
 
    * which tensors are leaves, and why autograd refuses in-place operations on them;
    * how to initialise parameters in place: :class:`torch.no_grad` or :mod:`torch.nn.init`;
-   * why ``w = w * 0.01`` is not a fix.
+   * why ``w = w * 0.01`` is not a fix;
+   * how to write a gradient-descent step by hand, ``w -= lr * w.grad``, without the error.
 
 .. admonition:: Prerequisites
 
@@ -23,7 +24,7 @@ computed tensor that no optimizer can train.
    (the version counter, and the old ``.data`` way of initialising).
 
 Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`,
-:func:`~torch_pitfalls.expect_raises`.
+:func:`~torch_pitfalls.expect_raises`, :func:`~torch_pitfalls.expect_warns`.
 """
 
 # %%
@@ -36,7 +37,7 @@ Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_ev
 # **An in-place operation on a parameter raises before anything is computed.**
 import torch
 
-from torch_pitfalls import expect_raises, get_device, seed_everything
+from torch_pitfalls import expect_raises, expect_warns, get_device, seed_everything
 
 seed_everything(0)
 device = get_device()
@@ -169,6 +170,71 @@ loss = model(torch.randn(5, 4, device=device)).pow(2).mean()
 _ = model.apply(init_weights)
 with expect_raises(RuntimeError, "modified by an inplace operation"):
     loss.backward()
+
+# %%
+# A hand-written update step
+# --------------------------
+#
+# The same error stops a training loop written without an optimizer, at the update rule of
+# gradient descent, ``w -= lr * w.grad``.
+# Backward has run, grad mode is still on, and the update is an in-place operation on a leaf that
+# requires grad:
+
+x = torch.randn(16, 3).to(device)  # drawn on the CPU: the same values on every device
+y = x @ torch.tensor([1.0, -2.0, 0.5], device=device)
+lr = 0.1
+
+
+def mse(w):
+    return (x @ w - y).pow(2).mean()
+
+
+w = torch.zeros(3, device=device, requires_grad=True)
+mse(w).backward()
+with expect_raises(RuntimeError, "a leaf Variable that requires grad is being used in an in-place"):
+    w -= lr * w.grad
+
+# %%
+# Written out of place, ``w = w - lr * w.grad``, the first step runs, and makes ``w`` the result
+# of a subtraction: a tensor with a ``grad_fn``, no longer a leaf.
+# **The next backward leaves its .grad empty: PyTorch warns when it is read, and the second update
+# fails on None** (:ref:`non-leaf-grad` explains the warning).
+
+w = torch.zeros(3, device=device, requires_grad=True)
+mse(w).backward()
+w = w - lr * w.grad
+print("after one step: leaf:", w.is_leaf, "| grad_fn:", w.grad_fn.name())
+assert not w.is_leaf
+mse(w).backward()
+with expect_warns(UserWarning, "not a leaf Tensor is being accessed"):
+    with expect_raises(TypeError, r"unsupported operand type\(s\) for \*: 'float' and 'NoneType'"):
+        w = w - lr * w.grad
+
+# %%
+# **Update inside torch.no_grad(), then clear the gradient**, since backward adds to ``.grad``
+# (:ref:`backward-step-zero-grad`).
+# ``w`` stays the same leaf, step after step, and the loss goes down:
+
+w = torch.zeros(3, device=device, requires_grad=True)
+w_object = w
+losses = []
+for _ in range(20):
+    loss = mse(w)
+    loss.backward()
+    with torch.no_grad():
+        w -= lr * w.grad
+    w.grad = None
+    losses.append(loss.item())
+print(f"loss: step 1 {losses[0]:.4f}, step 20 {losses[-1]:.6f}")
+print("the same leaf after 20 steps:", w is w_object and w.is_leaf)
+assert w is w_object and w.is_leaf and w.requires_grad
+assert losses[-1] < losses[0] / 100
+
+# %%
+# This is what :meth:`torch.optim.SGD.step <torch.optim.Optimizer.step>` does for you: it updates
+# the parameters in place under ``no_grad``.
+# Old tutorials write ``w.data -= lr * w.grad`` instead; it works, with the risks of ``.data``
+# that :ref:`data-vs-detach` shows.
 
 # %%
 # Takeaway

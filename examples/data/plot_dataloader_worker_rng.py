@@ -19,7 +19,9 @@ are safe in a dataset today; a generator object of your own is not.
    * which random number generators the DataLoader seeds in each worker, and that NumPy's global
      one is among them since PyTorch 1.9;
    * how to seed your own generator per worker with ``worker_init_fn`` and
-     :func:`~torch.utils.data.get_worker_info`, and how ``generator=`` makes a run reproducible.
+     :func:`~torch.utils.data.get_worker_info`, and how ``generator=`` makes a run reproducible;
+   * why the same seed on every rank of a distributed run gives every rank the same
+     augmentations.
 
 .. admonition:: Prerequisites
 
@@ -224,7 +226,70 @@ assert [i for _, indices in first_run[0] for i in indices] != list(range(8))
 # epoch: :ref:`sampler-set-epoch`.
 # Seeds make the random numbers repeat, not every computation: :ref:`cuda-nondeterminism` shows
 # the operations that still differ between two runs with the same seeds.
+
+# %%
+# Every rank with the same seed
+# -----------------------------
 #
+# Distributed training runs one copy of the script per GPU, and every copy, every *rank*, usually
+# starts with the same ``seed_everything(seed)``.
+# A :class:`~torch.utils.data.distributed.DistributedSampler` gives each rank other samples, but
+# the random numbers are another matter: **each rank's DataLoader draws its workers' base_seed
+# from torch's global generator, which is in the same state on every rank, so worker 0 of rank 0
+# and worker 0 of rank 1 draw the same augmentations, batch after batch.**
+# We simulate two ranks one after the other in this process: the sampler takes ``num_replicas``
+# and ``rank`` as arguments, so no process group is needed.
+
+from torch.utils.data.distributed import DistributedSampler
+
+
+def rank_angles(rank, seed=0, **options):
+    """The (sample indices, angles) of each batch that ``rank`` of 2 loads in one epoch."""
+    seed_everything(seed)  # what each rank's script does first
+    dataset = TorchAngles(n=8)
+    sampler = DistributedSampler(dataset, num_replicas=2, rank=rank, shuffle=False)
+    loader = DataLoader(
+        dataset, batch_size=2, num_workers=2, timeout=60, sampler=sampler, **options
+    )
+    return [(batch["index"].tolist(), batch["angle"].tolist()) for batch in loader]
+
+
+def show_ranks(runs):
+    for rank, batches in enumerate(runs):
+        print(f"rank {rank}: " + " | ".join(f"samples {i} → {a}" for i, a in batches))
+
+
+same_seed = [rank_angles(rank) for rank in (0, 1)]
+show_ranks(same_seed)
+rank_indices = [[i for i, _ in batches] for batches in same_seed]
+rank_angle_lists = [[a for _, a in batches] for batches in same_seed]
+assert rank_indices[0] != rank_indices[1]  # other samples on each rank
+assert rank_angle_lists[0] == rank_angle_lists[1]  # the same augmentations
+
+# %%
+# The global batch of ``2 × batch_size`` samples then holds pairs of samples augmented the same
+# way: with ``N`` GPUs, each augmentation is repeated ``N`` times, and the data set looks less
+# varied than it is.
+# (With ``num_workers=0`` the augmentations come from the global generator itself, the same on
+# every rank.)
+# **Make the random numbers depend on the rank.**
+# Seeding the whole script with ``seed + rank`` does it; to keep the global generator identical on
+# every rank (for code that relies on it), give the DataLoader its own generator seeded with the
+# rank: its workers' seeds come from it.
+# Each rank then draws its own augmentations, and a second run repeats the first:
+
+
+def seeded_by_rank(rank, seed=0):
+    return rank_angles(rank, seed, generator=torch.Generator().manual_seed(seed + rank))
+
+
+by_rank = [seeded_by_rank(rank) for rank in (0, 1)]
+show_ranks(by_rank)
+print("the run is reproducible:", seeded_by_rank(0) == by_rank[0])
+assert [a for _, a in by_rank[0]] != [a for _, a in by_rank[1]]
+assert seeded_by_rank(0) == by_rank[0]
+
+# %%
 # A real-world report: "each worker generates the same sequence of random numbers"
 # --------------------------------------------------------------------------------
 #

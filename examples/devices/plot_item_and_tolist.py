@@ -207,6 +207,76 @@ ax.set_title("Graph kept alive by the logging variable")
 _ = ax.legend()
 
 # %%
+# Lists of outputs and losses
+# ---------------------------
+#
+# No ``+=`` is needed for the same leak: **a list that collects each step's outputs (for a metric
+# over the epoch) or each step's loss (to average at the end) keeps a reference to each step's
+# graph.**
+# We collect the outputs of an evaluation loop that forgot :class:`torch.no_grad`, appended as
+# they are, moved with :meth:`~torch.Tensor.cpu`, or detached, and count the hidden activations
+# still alive afterwards:
+
+
+def collect_outputs(keep):
+    hidden = []
+    hook = model[1].register_forward_hook(lambda m, i, out: hidden.append(weakref.ref(out)))
+    outputs = [keep(model(x)) for x, _ in batches]
+    hook.remove()
+    return outputs, count_alive(hidden)
+
+
+ways = {
+    "out": lambda out: out,
+    "out.cpu()": lambda out: out.cpu(),
+    "out.detach()": lambda out: out.detach(),
+}
+kept = {}
+for name, keep in ways.items():
+    outputs, alive = collect_outputs(keep)
+    kept[name] = (alive, outputs[0].requires_grad)
+    print(
+        f"outputs.append({name}): activations alive {alive} of {len(batches)}, "
+        f"requires grad: {outputs[0].requires_grad}"
+    )
+n = len(batches)
+assert kept == {"out": (n, True), "out.cpu()": (n, True), "out.detach()": (0, False)}
+
+# %%
+# ``.cpu()`` does not help: a copy to the host is an operation autograd records like any other
+# (on the CPU it returns the tensor itself), so the copy still requires grad and holds the graph.
+# Detach first, or run the loop under :class:`torch.no_grad` (:ref:`no-grad-evaluation`).
+#
+# A list of training losses keeps less, because backward has freed what each graph saved, but it
+# keeps every step's graph nodes, and averaging the list at the end of the epoch builds one more
+# graph on top of all of them:
+
+losses, losses_detached = [], []
+for x, y in batches:
+    loss = nn.functional.cross_entropy(model(x), y)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    losses.append(loss)
+    losses_detached.append(loss.detach())
+epoch_loss = torch.stack(losses).mean()
+epoch_loss_detached = torch.stack(losses_detached).mean()
+print("losses in the list that still hold a graph:", sum(t.grad_fn is not None for t in losses))
+print(
+    f"graph nodes behind the epoch loss: {graph_nodes(epoch_loss)} from losses.append(loss), "
+    f"{graph_nodes(epoch_loss_detached)} from losses.append(loss.detach())"
+)
+assert sum(t.grad_fn is not None for t in losses) == len(batches)
+assert graph_nodes(epoch_loss) > len(batches) and graph_nodes(epoch_loss_detached) == 0
+assert epoch_loss.item() == epoch_loss_detached.item()
+
+# %%
+# **Append loss.detach() (or loss.item()) and out.detach(), never the tensors that carry the
+# graph.**
+# The detached losses give the same epoch average; kept on the device, they also avoid a wait per
+# step on a GPU (next section).
+
+# %%
 # On a GPU, ``.item()`` waits
 # ---------------------------
 #

@@ -18,6 +18,8 @@ cannot be averaged over batches or accumulated over micro-batches like an ordina
    * why weights have no effect at all on a batch of one sample;
    * why averaging weighted batch losses, or accumulating them over micro-batches, gives another
      loss than the whole batch, and how to compute the right one;
+   * why an epoch's loss averaged over batch means is wrong, even without weights, when the last
+     batch is smaller;
    * which losses divide by the number of elements instead.
 
 .. admonition:: Prerequisites
@@ -150,6 +152,51 @@ print(
 )
 assert abs(mean_of_batches - whole) > 0.01
 torch.testing.assert_close(torch.stack(plain_batches).mean(), plain_whole)
+
+# %%
+# When it matters: a smaller last batch
+# -------------------------------------
+#
+# Without class weights, the mean of the batch losses was right above only because both batches
+# held six samples.
+# An epoch rarely divides evenly: a :class:`~torch.utils.data.DataLoader` with ``batch_size=5``
+# cuts the twelve samples into batches of 5, 5 and 2 (``drop_last=False``, the default).
+# **Averaging the three batch means gives each of the last batch's two samples 2.5 times the
+# weight of a sample in a full batch**, and the epoch's loss is not the loss of its samples:
+
+from torch.utils.data import DataLoader, TensorDataset
+
+loader = DataLoader(TensorDataset(inputs, labels), batch_size=5)
+sizes, batch_means = [], []
+with torch.no_grad():
+    for xb, yb in loader:
+        sizes.append(len(yb))
+        batch_means.append(F.cross_entropy(model(xb), yb).item())
+epoch_mean_of_means = sum(batch_means) / len(batch_means)
+print("batch sizes:", sizes)
+print(
+    f"mean of the batch losses {epoch_mean_of_means:.4f}, "
+    f"loss of all {len(labels)} samples {plain_whole.item():.4f}"
+)
+last_sample_counts = sizes[0] / sizes[-1]  # its share 1 / (3·2) against 1 / (3·5)
+print(f"a sample of the last batch counts {last_sample_counts}× a sample of a full batch")
+assert sizes == [5, 5, 2] and last_sample_counts == 2.5
+assert abs(epoch_mean_of_means - plain_whole.item()) > 0.01
+
+# %%
+# **Weight each batch's mean by its number of samples (or add up** ``reduction="sum"`` **losses)
+# and divide by the number of samples at the end.**
+# ``drop_last=True`` also makes the batches equal, by leaving samples out: acceptable for training
+# batches, not for an evaluation that should see every sample.
+
+total_loss, seen = 0.0, 0
+with torch.no_grad():
+    for xb, yb in loader:
+        total_loss += F.cross_entropy(model(xb), yb).item() * len(yb)
+        seen += len(yb)
+epoch_loss = total_loss / seen
+print(f"sum of (batch mean × batch size) / samples: {epoch_loss:.4f}")
+assert seen == len(labels) and abs(epoch_loss - plain_whole.item()) < 1e-5
 
 # %%
 # When it matters: gradient accumulation

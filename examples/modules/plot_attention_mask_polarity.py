@@ -176,6 +176,97 @@ print("SDPA(future) differs from the causal attention:", anti_causal_differs)
 assert anti_causal_differs
 
 # %%
+# Fully masked rows: NaN, or zeros
+# --------------------------------
+#
+# Even with the right polarity, a query row can end up with *no* key to attend to.
+# The usual way there is left padding combined with a causal mask: a padding query at the start
+# of a sequence may only look at earlier positions, and those are padding too.
+# We left-pad the same batch and build the mask in the ``keep`` convention:
+# query ``i`` may attend to key ``j`` when ``j <= i`` and ``j`` is a real token.
+
+keep_left = torch.arange(L, device=device) >= (L - lengths)[:, None]  # real tokens at the end
+allowed = ~future & keep_left[:, None, :]  # (N, L, L), True = attend
+no_key = ~allowed.any(dim=-1)  # (N, L): query rows with every key masked
+print("keep_left:", keep_left, sep="\n")
+print("query rows with no key to attend to:", no_key, sep="\n")
+assert no_key.tolist() == [[False] * 5, [True, True, False, False, False]]
+
+# %%
+# Such a row holds nothing but ``-inf`` before the softmax, and the softmax of it is ``0 / 0``:
+
+empty_scores = torch.full((L,), float("-inf"), device=device)
+print("softmax of a row of -inf:", torch.softmax(empty_scores, dim=-1))
+assert torch.softmax(empty_scores, dim=-1).isnan().all()
+
+# %%
+# :class:`~torch.nn.MultiheadAttention` computes that softmax itself when it returns the
+# attention weights (``need_weights=True``, the default): the two empty rows come out NaN.
+# Only the real tokens enter the loss, so the loss is finite, **but the NaN comes back in the
+# backward pass**: the softmax's gradient multiplies the zero gradient of the dropped rows by
+# their NaN weights (0 × NaN = NaN), and the projection weights, shared by every position,
+# collect it.
+# :ref:`nan-grad-masked-branch` explains the mechanism.
+
+mask_mha = (~allowed).repeat_interleave(HEADS, dim=0)  # (N * HEADS, L, L), True = ignore
+out_nan, _ = mha(x, x, x, attn_mask=mask_mha)
+loss_nan = out_nan[keep_left].square().mean()  # real tokens only
+(grad_nan,) = torch.autograd.grad(loss_nan, mha.in_proj_weight)
+print("output rows that are NaN:", out_nan.isnan().any(dim=-1), sep="\n")
+print(f"loss over the real tokens: {loss_nan.item():.4f}")
+print("NaN entries in in_proj_weight.grad:", grad_nan.isnan().sum().item(), "of", grad_nan.numel())
+assert torch.equal(out_nan.isnan().any(dim=-1), no_key)
+assert loss_nan.isfinite() and grad_nan.isnan().any()
+
+# %%
+# :func:`~torch.nn.functional.scaled_dot_product_attention` handles the same rows differently
+# on this release: it returns **zeros** for a query that has no key, and a finite gradient.
+# :class:`~torch.nn.MultiheadAttention` called with ``need_weights=False`` goes through that
+# function, so the same layer, with the same mask, gives zeros instead of NaN once it no longer
+# returns its weights.
+# After the output projection, a zero attention output becomes the projection's bias.
+
+out_sdpa_rows = sdpa_attention(x, attn_mask=allowed[:, None])  # broadcast over the heads
+out_no_weights, _ = mha(x, x, x, attn_mask=mask_mha, need_weights=False)
+(grad_sdpa,) = torch.autograd.grad(out_sdpa_rows[keep_left].square().mean(), mha.in_proj_weight)
+sdpa_rows_are_bias = bool((out_sdpa_rows[no_key] == mha.out_proj.bias).all())
+print(
+    f"torch {torch.__version__}: rows with no key from SDPA equal out_proj.bias (zero attention):",
+    sdpa_rows_are_bias,
+)
+print(
+    "MultiheadAttention(need_weights=False) gives the same, no NaN:",
+    same(out_no_weights, out_sdpa_rows),
+)
+print("gradient through SDPA finite:", grad_sdpa.isfinite().all().item())
+assert sdpa_rows_are_bias and same(out_no_weights, out_sdpa_rows) and grad_sdpa.isfinite().all()
+
+# %%
+# Neither NaN nor zero is an answer: a query with no key has no attention output.
+# **Make sure that every query row keeps at least one key.**
+# Here, letting each query attend to itself changes only the padding queries (the real ones
+# already see themselves), so the real tokens' outputs stay as they were, and both paths of
+# :class:`~torch.nn.MultiheadAttention` give finite outputs and the same gradient as the zeros.
+
+allowed_self = allowed | torch.eye(L, dtype=torch.bool, device=device)
+out_fixed, _ = mha(x, x, x, attn_mask=(~allowed_self).repeat_interleave(HEADS, dim=0))
+(grad_fixed,) = torch.autograd.grad(out_fixed[keep_left].square().mean(), mha.in_proj_weight)
+print("no NaN with a key in every row:", not out_fixed.isnan().any().item())
+print("real tokens unchanged:", same(out_fixed[keep_left], out_sdpa_rows[keep_left]))
+print("gradient equals the one through SDPA:", same(grad_fixed, grad_sdpa))
+assert not out_fixed.isnan().any()
+assert same(out_fixed[keep_left], out_sdpa_rows[keep_left]) and same(grad_fixed, grad_sdpa)
+
+# %%
+# Two public reports show the NaN side.
+# In `PyTorch issue 41508 <https://github.com/pytorch/pytorch/issues/41508>`_, open since 2020,
+# users combining ``key_padding_mask`` with a limited-context ``attn_mask`` got NaN gradients
+# although the NaN rows were removed from the output before the loss.
+# `PyTorch issue 160064 <https://github.com/pytorch/pytorch/issues/160064>`_ reports a layer
+# whose outputs were fine with ``need_weights=False`` and all NaN with ``need_weights=True``,
+# for a mask that removed every key of one head.
+
+# %%
 # A real-world report: a flash-attention path with the mask inverted
 # ------------------------------------------------------------------
 #

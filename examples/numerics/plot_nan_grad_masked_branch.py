@@ -209,6 +209,75 @@ assert relu_grad.item() == 0.0
 assert clamp_grad.item() == (0.0 if torch.__version__ >= "2.14" else 1.0)
 
 # %%
+# acos and asin after clamp(-1, 1)
+# --------------------------------
+#
+# An angle between two vectors is often computed as the arc cosine of their cosine similarity,
+# for an angular loss or a geodesic distance.
+# Rounding can push a cosine just above 1, where :func:`torch.acos` is NaN already in the
+# forward pass, so the cosine is clamped into ``[-1, 1]`` first:
+
+print("acos(1.0000001):", torch.acos(torch.tensor(1.0000001, device=device)).item())
+assert torch.acos(torch.tensor(1.0000001, device=device)).isnan()
+
+# %%
+# The clamp fixes the forward pass, and puts the input exactly on the bound, where the
+# derivatives of ``acos`` and ``asin``, ``∓1 / sqrt(1 - x²)``, are infinite.
+# Below, the first prediction points in the direction of its target (its cosine is exactly 1:
+# every number involved is an integer); the second is at a right angle to its target.
+
+pred = torch.tensor([[2.0, 4.0, 4.0], [0.0, 1.0, 0.0]], device=device, requires_grad=True)
+target = torch.tensor([[1.0, 2.0, 2.0], [1.0, 0.0, 0.0]], device=device)
+cos = torch.nn.functional.cosine_similarity(pred, target, dim=1)
+angle = torch.acos(cos.clamp(-1, 1))
+(angle_grad,) = torch.autograd.grad(angle.sum(), pred)
+print("cosine:", cos.tolist(), "| angle:", angle.tolist())
+print("gradient of the angles:", angle_grad.tolist())
+assert cos.tolist() == [1.0, 0.0] and angle.tolist()[0] == 0.0
+if torch.__version__ >= "2.14":
+    assert angle_grad[0].tolist() == [0.0, 0.0, 0.0]  # clamp's gradient at its bound is 0
+else:  # PyTorch 2.13 and older: -inf passes the clamp, and 0 × -inf = NaN in the cosine
+    assert angle_grad[0].isnan().all()
+assert angle_grad[1].isfinite().all()
+
+# %%
+# Up to PyTorch 2.13, ``clamp`` passes the derivative at its bound through (see "Changed in
+# PyTorch 2.14" above): ``acos`` at exactly 1 sends ``-inf`` back into the cosine similarity,
+# whose own gradient at two parallel vectors is zero, and zero times infinity is NaN.
+# **A prediction that is exactly right gets a NaN gradient.**
+# Since PyTorch 2.14, the clamp gives 0 at its bound and stops the infinity there.
+# The derivative of the clamped functions at the bound:
+
+at_one = torch.tensor(1.0, device=device, requires_grad=True)
+(acos_at_one,) = torch.autograd.grad(torch.acos(at_one.clamp(-1, 1)), at_one)
+(asin_at_one,) = torch.autograd.grad(torch.asin(at_one.clamp(-1, 1)), at_one)
+print(f"at x = 1: acos(clamp) {acos_at_one.item()}, asin(clamp) {asin_at_one.item()}")
+if torch.__version__ >= "2.14":
+    assert acos_at_one.item() == 0.0 and asin_at_one.item() == 0.0
+else:
+    assert acos_at_one.item() == float("-inf") and asin_at_one.item() == float("inf")
+
+# %%
+# **The double where fixes it on every release: acos only of values strictly inside (-1, 1),
+# and a constant (0 or π) on the bounds and beyond.**
+# The angles are unchanged, the gradient is 0 where the angle is at its extreme, and it is the
+# same as before everywhere else.
+# Clamping to ``[-1 + eps, 1 - eps]`` also keeps the gradient finite, but moves every angle near
+# 0 or π to ``acos(1 - eps)``.
+
+
+def safe_acos(c):
+    inside = c.abs() < 1
+    return torch.where(inside, torch.acos(torch.where(inside, c, 0.0)), (c < 0) * torch.pi)
+
+
+safe_angle = safe_acos(torch.nn.functional.cosine_similarity(pred, target, dim=1))
+(safe_grad,) = torch.autograd.grad(safe_angle.sum(), pred)
+print("angle:", safe_angle.tolist(), "| gradient:", safe_grad.tolist())
+assert torch.equal(safe_angle, angle) and safe_grad[0].tolist() == [0.0, 0.0, 0.0]
+assert torch.equal(safe_grad[1], angle_grad[1])
+
+# %%
 # A real-world report: "torch.where produces nan in backward pass"
 # ----------------------------------------------------------------
 #
