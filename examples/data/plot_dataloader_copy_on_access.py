@@ -183,13 +183,13 @@ if on_linux:
 # %%
 # Strings (file names, captions) fit the same way: one array of encoded bytes and one of offsets
 # into it, or a NumPy array of fixed-width byte strings, decoded in ``__getitem__``.
-# Moving the Python objects into a :class:`multiprocessing.Manager` shares them, at the cost of an
+# Moving the Python objects into a :func:`multiprocessing.Manager` shares them, at the cost of an
 # inter-process call per access.
 #
 # With ``spawn`` or ``forkserver`` (Windows, macOS, and Linux from Python 3.14, where
 # ``forkserver`` became the default start method), nothing is inherited: each worker receives the
 # dataset pickled, so a list *and* a NumPy array are copied into every worker at its start, while
-# a tensor is sent as a handle to shared memory (:mod:`torch.multiprocessing` registers that
+# a tensor is sent as a handle to shared memory (``torch.multiprocessing`` registers that
 # reduction) and stays shared. ``tests/test_dataloader_copy_on_access.py`` measures it.
 #
 # A real-world report: memory that grows during a single epoch

@@ -23,7 +23,7 @@ runs it *and* the hooks registered on the module.
    :ref:`modulelist-vs-list` (what a module registers).
 
 Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`,
-:func:`~torch_pitfalls.expect_warns`, :func:`~torch_pitfalls.ranks.run_ranks`.
+:func:`~torch_pitfalls.expect_warns`, :func:`~torch_pitfalls.run_ranks`.
 """
 
 # %%
@@ -145,7 +145,7 @@ handle.remove()
 # rank's own gradients and averages nothing, and every rank steps with different gradients.
 # Two ranks of a gloo process group on this machine, each with its own batch (every input equal
 # to its rank + 1), compare the gradient of one weight
-# (:func:`~torch_pitfalls.ranks.run_ranks` starts the ranks):
+# (:func:`~torch_pitfalls.run_ranks` starts the ranks):
 
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP

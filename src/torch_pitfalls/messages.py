@@ -100,9 +100,41 @@ NOT_PYTORCH: tuple[tuple[str, str, str], ...] = (
         r"indices must be in \[\d+, \d+\) for dim \d+, got",
         "the index-select page's own helper",
     ),
+    ("TypeError", r"'float' object is not iterable", "Python's own, list.extend() of a float"),
 )
 """Messages that a page prints but that are not PyTorch's (nor Python's for a PyTorch
 pitfall): ``(class name, regular expression, why)``. The docs' error index leaves them out."""
+
+
+GENERIC: tuple[tuple[str, str, str], ...] = (
+    (
+        "RuntimeError",
+        r"The size of tensor a \(\d+\) must match the size of tensor b",
+        "any broadcast",
+    ),
+    ("RuntimeError", r"doesn't match the broadcast shape", "any in-place broadcast"),
+    ("RuntimeError", r"mat1 and mat2 shapes cannot be multiplied", "any mismatched matrix product"),
+    (
+        "IndexError",
+        r"Dimension out of range \(expected to be in range of",
+        "any dimension past a rank",
+    ),
+    ("RuntimeError", r"Tensors must have same number of dimensions", "any cat of different ranks"),
+    ("ValueError", r"Target size \(.*\) must be the same as input size", "any BCE shape mismatch"),
+)
+"""PyTorch messages that pages print but that have no entry on purpose: ``(class name, regular
+expression, why)``. Each has many causes, so an entry would send every such error, whatever its
+cause, to one page; the error index still lists them, with the pages that print them, and the
+guards add no note."""
+
+
+def generic(category: str, text: str) -> bool:
+    """Whether a message of class ``category`` is one of :data:`GENERIC`.
+
+    >>> generic("RuntimeError", "mat1 and mat2 shapes cannot be multiplied (4x32 and 8x10)")
+    True
+    """
+    return any(category == name and re.search(pattern, text) for name, pattern, _ in GENERIC)
 
 
 def not_pytorchs(category: str, text: str) -> bool:

@@ -458,7 +458,8 @@ def registry_problems(places: dict[tuple[str, str], list[Printed]]) -> list[str]
     """How the printed messages disagree with the guards' registry, :mod:`torch_pitfalls.messages`.
 
     The error index and the guards' notes must send a reader to the same page: each message a
-    page prints (but those of :data:`torch_pitfalls.messages.NOT_PYTORCH`) needs an entry of the
+    page prints (but those of :data:`torch_pitfalls.messages.NOT_PYTORCH` and
+    :data:`torch_pitfalls.messages.GENERIC`) needs an entry of the
     registry, and the page of each entry must be among the pages that print a message it matches.
 
     >>> here = Printed("RuntimeError", "boom", "auto_examples/autograd/plot_retain_graph", "", "")
@@ -472,7 +473,7 @@ def registry_problems(places: dict[tuple[str, str], list[Printed]]) -> list[str]
     for (kind, message), where in places.items():
         slugs = {page_slug(item.docname) for item in where}
         kind_name = kind.rsplit(".", 1)[-1]
-        if messages.not_pytorchs(kind_name, message):
+        if messages.not_pytorchs(kind_name, message) or messages.generic(kind_name, message):
             continue
         entry = messages.find(kind_name, message)
         if entry is None:
