@@ -327,6 +327,18 @@ with expect_raises(ValueError, r"Expected input batch_size \(14\) to match targe
     nn.CrossEntropyLoss()(seq_logits.reshape(-1, num_classes), seq_target)
 
 # %%
+# Both halves have been reported.
+# In `DGAI issue 7 <https://github.com/markhliu/DGAI/issues/7>`_, a reader of a book's text
+# generation notebook removed its ``transpose(1, 2)`` before the loss, got "Expected target size"
+# with the vocabulary size where the sequence length should be, and worked out from the
+# documented shapes why the transpose is needed.
+# In `PyTorch issue 27626 <https://github.com/pytorch/pytorch/issues/27626>`_, a user who passed
+# tagger outputs of shape (batch, sequence length, tags) as they were asked why the
+# ``log_softmax`` inside the loss gave vectors that did not sum to one over the tags.
+# Its example has twelve target positions and rows of twelve scores: with ``T == C`` nothing
+# fails, and the softmax runs over the positions.
+
+# %%
 # Changed in PyTorch 1.10
 # -----------------------
 #
