@@ -317,6 +317,17 @@ for label, target in (("device", device), ("torch.float64", torch.float64), ("'m
     assert isinstance(scaled.scale, nn.Parameter) and names[0] == "scale"
 
 # %%
+# The recommendation-model library DeepCTR-Torch shipped this line: its linear part wrapped a
+# weight in :class:`~torch.nn.Parameter` and then moved it to the device, and a user found the
+# weight missing from the saved state dict of a model trained on CUDA
+# (`DeepCTR-Torch issue 87 <https://github.com/shenweichen/DeepCTR-Torch/issues/87>`_).
+# The maintainers proposed moving the tensor before wrapping it, and announced the fix in
+# version 0.2.4.
+# Asked in `PyTorch issue 39062 <https://github.com/pytorch/pytorch/issues/39062>`_ for a warning
+# at this line, a PyTorch developer answered that it is a known issue, ``.to()`` on a
+# :class:`~torch.nn.Parameter` giving a plain tensor, and recommended ``device=`` at creation.
+
+# %%
 # A real-world report: a positional encoding on the wrong device, then a broken checkpoint
 # ----------------------------------------------------------------------------------------
 #
