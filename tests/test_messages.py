@@ -300,6 +300,8 @@ PRODUCERS = [
     # losses
     lambda: F.cross_entropy(torch.randn(3, 2), torch.zeros(3, dtype=torch.int32)),
     lambda: F.cross_entropy(torch.randn(3, 2), torch.tensor([0, 1, 5])),
+    lambda: F.cross_entropy(torch.randn(2, 7, 10), torch.zeros(2, 7, dtype=torch.long)),
+    lambda: F.cross_entropy(torch.randn(14, 10), torch.zeros(2, 7, dtype=torch.long)),
     lambda: F.mse_loss(torch.ones(4, 1), torch.ones(4)),
     lambda: F.mse_loss(torch.tensor(1.0), torch.ones(4)),
     lambda: nn.SoftMarginLoss()(torch.randn(4, 3), torch.rand(4, 3, requires_grad=True)),

@@ -7,4 +7,4 @@ from .conftest import cuda_parts_reported, run_example
 
 def test_a_cpu_run_reports_the_cuda_sections():
     run = run_example("register-buffer", "cpu")
-    assert cuda_parts_reported(run.stdout) == 2
+    assert cuda_parts_reported(run.stdout) == 3

@@ -14,6 +14,7 @@ while the model is in training mode.
 .. admonition:: What you will learn
 
    * what ``requires_grad_(False)`` stops, and what it does not;
+   * why ``module.requires_grad = False`` (no underscore, no call) freezes nothing;
    * why an optimizer moves a parameter that no longer requires grad;
    * the fine-tuning recipe: freeze, replace the head, optimize only what is trainable;
    * why a frozen backbone with BatchNorm must also be put in evaluation mode.
@@ -198,6 +199,61 @@ assert running_mean_kept
 model.train()
 print("BatchNorm in training mode again after model.train():", bn.training)
 assert bn.training
+
+# %%
+# ``module.requires_grad = False`` freezes nothing
+# ------------------------------------------------
+#
+# A tensor has a :attr:`~torch.Tensor.requires_grad` attribute; a module does not.
+# Assigning ``model.backbone.requires_grad = False`` creates a new Python attribute on the module
+# object, which nothing in PyTorch reads.
+# There is no error and no warning, **every parameter of the backbone still requires grad, and
+# the next step trains it**:
+
+model = make_pretrained_classifier(10).to(device)
+model.backbone.requires_grad = False  # an ordinary Python attribute: freezes nothing
+print("model.backbone.requires_grad:", model.backbone.requires_grad)
+print("nn.Module has a requires_grad attribute:", hasattr(torch.nn.Module, "requires_grad"))
+still_trainable = [n for n, p in model.backbone.named_parameters() if p.requires_grad]
+print("backbone parameters that still require grad:", still_trainable)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+backbone_before = {name: p.detach().clone() for name, p in model.backbone.named_parameters()}
+F.cross_entropy(model(images), labels).backward()
+optimizer.step()
+moved = [n for n, p in model.backbone.named_parameters() if not torch.equal(p, backbone_before[n])]
+print("backbone parameters moved by the step:", moved)
+assert not hasattr(torch.nn.Module, "requires_grad")
+assert still_trainable == list(backbone_before) and moved == list(backbone_before)
+
+# %%
+# **Call the method,** ``requires_grad_(False)`` **(with the trailing underscore): it sets the
+# flag on every parameter of the module and its submodules.**
+# A loop that assigns ``p.requires_grad = False`` to each of
+# :meth:`~torch.nn.Module.parameters` does the same, because there the attribute belongs to a
+# tensor.
+# Frozen before the backward, the backbone has no gradient and the step leaves it as it was:
+
+model = make_pretrained_classifier(10).to(device)
+model.backbone.requires_grad_(False)  # the method: freezes every parameter
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+backbone_before = {name: p.detach().clone() for name, p in model.backbone.named_parameters()}
+F.cross_entropy(model(images), labels).backward()
+optimizer.step()
+frozen = all(not p.requires_grad and p.grad is None for p in model.backbone.parameters())
+unchanged = all(torch.equal(p, backbone_before[n]) for n, p in model.backbone.named_parameters())
+looped = make_pretrained_classifier(10).backbone
+for p in looped.parameters():
+    p.requires_grad = False  # on a tensor, the attribute is the flag
+print("requires_grad_(False): frozen, no .grad:", frozen, "| unchanged by the step:", unchanged)
+print("loop over parameters(): all frozen:", not any(p.requires_grad for p in looped.parameters()))
+assert frozen and unchanged and not any(p.requires_grad for p in looped.parameters())
+
+# %%
+# The slip was reported in the code of a MICCAI 2023 paper, which meant to freeze its network's
+# last layer by assigning ``requires_grad = False`` to the layer's module
+# (`ProtoContra-SFDA issue 18 <https://github.com/CSCYQJ/MICCAI23-ProtoContra-SFDA/issues/18>`_):
+# the reporter compared the model before and after adaptation and found that the layer had
+# changed, and a reply agreed.
 
 # %%
 # Takeaway

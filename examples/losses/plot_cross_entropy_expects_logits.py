@@ -16,7 +16,9 @@ trains more slowly.
      :class:`~torch.nn.NLLLoss`;
    * why probabilities fed to it put a floor under the loss and shrink the gradients;
    * which target dtypes and values it accepts, and that probability targets and label smoothing
-     are built in.
+     are built in;
+   * that the classes must be dimension 1 of the input, so sequence logits ``(N, T, C)`` need a
+     transpose or a reshape (and give a wrong loss without any error when ``T == C``).
 
 .. admonition:: Prerequisites
 
@@ -264,6 +266,77 @@ with cuda_section(device, "the out-of-range target on CUDA (a device-side assert
         still_works = torch.ones(3, device=device).sum().item()
         print("this process still computes on CUDA:", still_works)
         assert still_works == 3.0
+
+# %%
+# Sequences: the classes must be dimension 1
+# ------------------------------------------
+#
+# A language model or a token tagger scores every position of a sequence: its logits have the
+# shape ``(N, T, C)``, for ``N`` sequences of ``T`` tokens and ``C`` classes, and its targets the
+# shape ``(N, T)``.
+# :class:`~torch.nn.CrossEntropyLoss` reads the classes from **dimension 1** of its input, whatever
+# the input's rank: it expects ``(N, C, d1, d2, …)`` with a target ``(N, d1, d2, …)``, the layout
+# of image segmentation.
+# Given ``(N, T, C)``, it takes the ``T`` positions for the classes and the ``C`` classes for a
+# spatial dimension, so it expects a target of shape ``(N, C)`` and refuses the ``(N, T)`` one:
+
+seq_batch, seq_len = 2, 7
+seq_logits = torch.randn(seq_batch, seq_len, num_classes, device=device)
+seq_target = torch.randint(0, num_classes, (seq_batch, seq_len), device=device)
+print("logits:", tuple(seq_logits.shape), " target:", tuple(seq_target.shape))
+with expect_raises(RuntimeError, r"Expected target size \[2, 10\], got \[2, 7\]"):
+    nn.CrossEntropyLoss()(seq_logits, seq_target)
+
+# %%
+# **When the sequence is exactly as long as the number of classes (T == C), nothing fails.**
+# The target's shape ``(N, T)`` is then also ``(N, C)``, and every class index is a valid
+# position index.
+# The loss takes its softmax over the positions instead of the classes, and picks entries that
+# mean nothing.
+# Logits that predict every token perfectly (10 for the right class, 0 elsewhere) show it: their
+# loss is near 0 in the right layout and large in the wrong one, which is ``−log_softmax`` over
+# dimension 1, the positions, written by hand:
+
+square_target = torch.randint(0, num_classes, (seq_batch, num_classes), device=device)  # T == C
+perfect_logits = 10 * F.one_hot(square_target, num_classes).float()  # (N, T, C)
+loss_wrong_layout = nn.CrossEntropyLoss()(perfect_logits, square_target)
+loss_right_layout = nn.CrossEntropyLoss()(perfect_logits.transpose(1, 2), square_target)
+over_positions = torch.log_softmax(perfect_logits, dim=1)  # softmax over the T positions
+by_hand_positions = -over_positions.gather(1, square_target.unsqueeze(1)).mean()
+print(f"perfect predictions, T == C: (N, T, C) as given {loss_wrong_layout:.4f}, ", end="")
+print(f"transposed to (N, C, T) {loss_right_layout:.4f}")
+print(f"softmax over the positions, by hand: {by_hand_positions:.4f}")
+torch.testing.assert_close(loss_wrong_layout, by_hand_positions)
+assert loss_right_layout < 1e-3 and loss_wrong_layout > 1
+
+# %%
+# No error, no warning: a model trained with this loss learns the wrong objective.
+#
+# **The fix: move the classes to dimension 1 with** ``logits.transpose(1, 2)`` (shape
+# ``(N, C, T)``), **or flatten the positions into the batch:** ``logits.reshape(-1, C)`` with
+# ``target.reshape(-1)``.
+# Both give the same loss (:meth:`~torch.Tensor.transpose`, :meth:`~torch.Tensor.reshape`).
+# Flattening the logits alone leaves ``N·T`` rows against ``N`` rows of targets, and the loss
+# refuses that too:
+
+loss_transposed = nn.CrossEntropyLoss()(seq_logits.transpose(1, 2), seq_target)
+loss_flattened = nn.CrossEntropyLoss()(seq_logits.reshape(-1, num_classes), seq_target.reshape(-1))
+print(f"transpose(1, 2): {loss_transposed:.6f}  reshape both: {loss_flattened:.6f}")
+torch.testing.assert_close(loss_transposed, loss_flattened)
+with expect_raises(ValueError, r"Expected input batch_size \(14\) to match target batch_size"):
+    nn.CrossEntropyLoss()(seq_logits.reshape(-1, num_classes), seq_target)
+
+# %%
+# Both halves have been reported.
+# In `DGAI issue 7 <https://github.com/markhliu/DGAI/issues/7>`_, a reader of a book's text
+# generation notebook removed its ``transpose(1, 2)`` before the loss, got "Expected target size"
+# with the vocabulary size where the sequence length should be, and worked out from the
+# documented shapes why the transpose is needed.
+# In `PyTorch issue 27626 <https://github.com/pytorch/pytorch/issues/27626>`_, a user who passed
+# tagger outputs of shape (batch, sequence length, tags) as they were asked why the
+# ``log_softmax`` inside the loss gave vectors that did not sum to one over the tags.
+# Its example has twelve target positions and rows of twelve scores: with ``T == C`` nothing
+# fails, and the softmax runs over the positions.
 
 # %%
 # Changed in PyTorch 1.10

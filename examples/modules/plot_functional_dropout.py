@@ -14,7 +14,9 @@ Evaluation then gives a different answer on every call, and a worse one.
 
    * why :meth:`~torch.nn.Module.eval` does not reach :func:`~torch.nn.functional.dropout`;
    * the two fixes: ``training=self.training``, or the :class:`~torch.nn.Dropout` module;
-   * which functional layers default to which mode, and what changed in PyTorch 1.0.
+   * which functional layers default to which mode, and what changed in PyTorch 1.0;
+   * that :func:`~torch.nn.functional.scaled_dot_product_attention` has no ``training`` argument
+     and drops with ``dropout_p`` in evaluation mode too.
 
 .. admonition:: Prerequisites
 
@@ -31,6 +33,7 @@ Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_ev
 # A small network whose ``forward`` applies dropout with the functional form.
 # We put it in evaluation mode and ask twice for the prediction on the same batch.
 import inspect
+import math
 
 import torch
 import torch.nn.functional as F
@@ -204,6 +207,106 @@ with torch.random.fork_rng(devices=[]):  # leaves the page's generator as it was
 mask_is_rand = torch.equal(kept, uniform < 0.5)
 print("on the CPU, the dropout mask is torch.rand(...) < 1 - p:", mask_is_rand)
 assert mask_is_rand == (torch.__version__ >= "2.7" or not torch.backends.mkl.is_available())
+
+# %%
+# The same trap in attention: ``F.scaled_dot_product_attention(dropout_p=…)``
+# ---------------------------------------------------------------------------
+#
+# :func:`~torch.nn.functional.scaled_dot_product_attention` (SDPA) drops attention weights with
+# the probability ``dropout_p``, and it has no ``training`` argument at all:
+
+sdpa_signature = " ".join(F.scaled_dot_product_attention.__doc__.split("->")[0].split())
+print("F." + sdpa_signature)
+assert "dropout_p" in sdpa_signature and "training" not in sdpa_signature
+
+# %%
+# **SDPA applies its dropout whenever dropout_p is above 0, in evaluation mode too.**
+# A self-attention layer that passes its configured rate on every call, as many do, is random
+# after ``model.eval()``:
+
+
+class SelfAttention(nn.Module):
+    def __init__(self, dim=16, heads=2, dropout=0.5):
+        super().__init__()
+        self.heads, self.dropout = heads, dropout
+        self.qkv = nn.Linear(dim, 3 * dim)
+
+    def attention(self, q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, dropout_p=self.dropout)  # also in eval()
+
+    def forward(self, x):
+        batch, length, dim = x.shape
+        qkv = self.qkv(x).view(batch, length, 3, self.heads, dim // self.heads)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4)  # each (batch, heads, length, head_dim)
+        return self.attention(q, k, v).transpose(1, 2).reshape(batch, length, dim)
+
+
+attention = SelfAttention().to(device).eval()
+tokens = torch.randn(2, 5, 16, device=device)
+with torch.no_grad():
+    attention_differs = not torch.equal(attention(tokens), attention(tokens))
+print("model.training:", attention.training)
+print("SDPA with dropout_p=0.5, two calls in eval mode differ:", attention_differs)
+assert not attention.training and attention_differs
+
+# %%
+# **Pass** ``dropout_p=self.dropout if self.training else 0.0``: the rate in training mode, 0 in
+# evaluation mode (the warning in SDPA's documentation says the same).
+# The fixed layer, given the same weights, is deterministic in evaluation mode and equal to
+# attention written out by hand without dropout, ``softmax(q kᵀ / √d) v``; in training mode it
+# still drops.
+
+
+class SelfAttentionFixed(SelfAttention):
+    def attention(self, q, k, v):
+        dropout_p = self.dropout if self.training else 0.0  # the fix
+        return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p)
+
+
+attention_fixed = SelfAttentionFixed().to(device)
+_ = attention_fixed.load_state_dict(attention.state_dict())
+_ = attention_fixed.eval()
+with torch.no_grad():
+    fixed_a, fixed_b = attention_fixed(tokens), attention_fixed(tokens)
+    q, k, v = attention.qkv(tokens).view(2, 5, 3, 2, 8).permute(2, 0, 3, 1, 4)
+    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(8), dim=-1)
+    by_hand = (weights @ v).transpose(1, 2).reshape(2, 5, 16)
+    _ = attention_fixed.train()
+    fixed_train_differs = not torch.equal(attention_fixed(tokens), attention_fixed(tokens))
+print("fixed, eval mode: same twice:", torch.equal(fixed_a, fixed_b))
+print("fixed, eval mode: max difference from attention by hand:", end=" ")
+print(f"{(fixed_a - by_hand).abs().max().item():.1e}")
+print("fixed, train mode: two calls differ:", fixed_train_differs)
+assert torch.equal(fixed_a, fixed_b) and fixed_train_differs
+torch.testing.assert_close(fixed_a, by_hand)
+
+# %%
+# :class:`~torch.nn.MultiheadAttention` does this for you: like :class:`~torch.nn.Dropout`, it
+# reads its own ``training`` flag and drops attention weights only in training mode.
+
+mha = nn.MultiheadAttention(16, 2, dropout=0.5, batch_first=True).to(device)
+with torch.no_grad():
+    _ = mha.eval()
+    mha_eval_same = torch.equal(mha(tokens, tokens, tokens)[0], mha(tokens, tokens, tokens)[0])
+    _ = mha.train()
+    mha_train_differs = not torch.equal(
+        mha(tokens, tokens, tokens)[0], mha(tokens, tokens, tokens)[0]
+    )
+print("nn.MultiheadAttention(dropout=0.5): eval same twice:", mha_eval_same, end=" ")
+print("| train differs:", mha_train_differs)
+assert mha_eval_same and mha_train_differs
+
+# %%
+# The behaviour was reported as a bug in
+# `PyTorch issue 124464 <https://github.com/pytorch/pytorch/issues/124464>`_: SDPA's reference
+# implementation in the documentation calls the dropout with training always on.
+# The answer was documentation, not a change of behaviour:
+# `pull request 126294 <https://github.com/pytorch/pytorch/pull/126294>`_ added the warning that
+# the function always applies ``dropout_p`` and that the caller must pass 0 outside training.
+# A request for a ``training`` argument like :func:`~torch.nn.functional.dropout`'s,
+# `PyTorch issue 99293 <https://github.com/pytorch/pytorch/issues/99293>`_, is still open; in the
+# meantime the same fix has been applied one model at a time, for example to the attention layers
+# of timm (`pull request 1978 <https://github.com/huggingface/pytorch-image-models/pull/1978>`_).
 
 # %%
 # Detectors

@@ -35,6 +35,8 @@ Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_ev
 #
 # A stack of ``depth`` hidden layers followed by a head.
 # The hidden layers live in a Python list, because their number is a constructor argument.
+import copy
+
 import torch
 from torch import nn
 
@@ -240,6 +242,89 @@ counts = {
 }
 print("parameter tensors:", counts)
 assert counts == {"plain dict and list": 0, "ModuleDict and ParameterList": 6}
+
+# %%
+# One block, n times: ``nn.ModuleList([block] * n)``
+# --------------------------------------------------
+#
+# A :class:`~torch.nn.ModuleList` registers what it is given.
+# ``[block] * n``, and just as well ``[nn.Linear(4, 4)] * n`` whose constructor runs once, is a
+# Python list of ``n`` references to **one** module object: the model has one layer, applied
+# ``n`` times, with its weights shared.
+# Nothing looks wrong: the blocks print exactly like the three separate layers of the fixed tower,
+# and its state dict has a key for every index.
+
+
+class RepeatedTower(ModuleListTower):
+    def __init__(self, width, depth):
+        super().__init__(width, depth)
+        self.blocks = nn.ModuleList([nn.Linear(width, width)] * depth)  # one block, depth times
+
+
+repeated = RepeatedTower(width=4, depth=3).to(device)
+print(repeated.blocks)
+prints_alike = repr(repeated.blocks) == repr(fixed.blocks)
+repeated_keys = list(repeated.state_dict())
+print("printed like the fixed tower's blocks:", prints_alike)
+print("state_dict keys:", repeated_keys)
+assert prints_alike
+assert repeated_keys == fixed_keys
+
+# %%
+# **Every block is the same object, and the model counts its weights once.**
+# :meth:`~torch.nn.Module.parameters` skips a tensor it has already returned, so the optimizer
+# sees four parameter tensors, not eight, and a third of the hidden parameters:
+
+is_first_block = [block is repeated.blocks[0] for block in repeated.blocks]
+repeated_tensors = list(repeated.parameters())
+repeated_count = sum(p.numel() for p in repeated_tensors)
+fixed_count = sum(p.numel() for p in fixed.parameters())
+print("each block is blocks[0]:", is_first_block)
+print(f"parameter tensors: {len(repeated_tensors)} | parameters: {repeated_count} ", end="")
+print(f"(three separate blocks: {fixed_count})")
+assert is_first_block == [True, True, True]
+assert len(repeated_tensors) == 4 and (repeated_count, fixed_count) == (25, 65)
+
+# %%
+# Loading a checkpoint of the three-layer model succeeds, with every key matched, because the keys
+# are the same.
+# But the three pairs of weights are copied into one pair of tensors, one after the other: the
+# last one wins, and the model computes something other than the one that was saved.
+
+load_result = repeated.load_state_dict(fixed.state_dict())
+print("load_state_dict:", load_result)
+holds_last_layer = torch.equal(repeated.blocks[0].weight, fixed.blocks[2].weight)
+holds_first_layer = torch.equal(repeated.blocks[0].weight, fixed.blocks[0].weight)
+with torch.no_grad():
+    same_output = torch.allclose(repeated(x), fixed(x))
+print("blocks[0] holds the saved blocks.2:", holds_last_layer, "| blocks.0:", holds_first_layer)
+print("same prediction as the saved model:", same_output)
+assert not load_result.missing_keys and not load_result.unexpected_keys
+assert holds_last_layer and not holds_first_layer and not same_output
+
+# %%
+# **Build each layer separately: a comprehension,**
+# ``nn.ModuleList([nn.Linear(w, w) for _ in range(n)])`` **(the fix above), or, to repeat a block
+# that is already built,** ``[copy.deepcopy(block) for _ in range(n)]``.
+# This is what :class:`~torch.nn.TransformerEncoder` does with the layer it is given: its copies
+# start from the same values but are separate tensors, trained separately.
+# Sharing a layer on purpose is legitimate (an RNN cell, tied embeddings), but then write it as
+# one attribute applied in a loop, so that the code says so.
+
+template = nn.Linear(4, 4)
+copies = nn.ModuleList([copy.deepcopy(template) for _ in range(3)])
+copies_distinct = len({id(block) for block in copies}) == 3
+copies_equal = all(torch.equal(block.weight, template.weight) for block in copies)
+print("deep copies: separate objects", copies_distinct, "| same initial values", copies_equal)
+print("parameter tensors:", len(list(copies.parameters())))
+assert copies_distinct and copies_equal and len(list(copies.parameters())) == 6
+
+# %%
+# The same slip was reported in the VQ-VAE example of Zalando Research: its residual stack
+# filled a :class:`~torch.nn.ModuleList` with one residual block multiplied by the number of
+# layers (`pytorch-vq-vae issue 2 <https://github.com/zalandoresearch/pytorch-vq-vae/issues/2>`_).
+# The reporter asked whether the weight sharing was intended; the maintainer answered that it
+# was a bug, to be fixed with a block built for each layer.
 
 # %%
 # A real-world report: a merge layer with missing variables

@@ -18,7 +18,8 @@ should follow the model but stay out of its checkpoints.
    * what a plain tensor attribute misses: ``.to()`` and ``state_dict()``;
    * what a buffer is, and how it differs from a parameter;
    * when to register a buffer with ``persistent=False``, and what it changes for loading old
-     checkpoints.
+     checkpoints;
+   * why ``nn.Parameter(t).to(device)`` in a constructor leaves a plain, unregistered tensor.
 
 .. admonition:: Prerequisites
 
@@ -246,7 +247,87 @@ assert non_persistent.positions.device.type == "meta"
 # %%
 # Use a persistent buffer (the default) for state that cannot be recomputed, like our
 # statistics, and ``persistent=False`` for what the constructor rebuilds anyway.
+
+# %%
+# A parameter moved in the constructor: ``nn.Parameter(t).to(device)``
+# ---------------------------------------------------------------------
 #
+# A parameter created and moved in one line,
+# ``self.scale = nn.Parameter(torch.ones(3)).to(device)``, ends up just as invisible as a plain
+# tensor attribute.
+# :meth:`Tensor.to() <torch.Tensor.to>` returns the tensor itself when nothing changes, and
+# otherwise a copy: an ordinary :class:`~torch.Tensor` produced by a recorded operation (a
+# non-leaf, see :ref:`non-leaf-grad`), not a :class:`~torch.nn.Parameter`.
+# **Assigned to the module, the copy is a plain tensor attribute: not registered, never seen by
+# the optimizer, left out of the checkpoint.**
+# The line is harmless when ``device`` is the CPU, which is why the model works on a laptop and
+# stops learning that weight on a GPU.
+# Every build shows the copy with a change of dtype and with a move to the ``meta`` device; a move
+# to ``cuda`` behaves like the second (the CUDA part further down).
+
+
+class Scaled(nn.Module):
+    def __init__(self, target):
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones(3)).to(target)  # a copy if .to() changes anything
+        self.linear = nn.Linear(3, 1)
+
+
+registered = {}
+for label, target in (("'cpu'", "cpu"), ("torch.float64", torch.float64), ("'meta'", "meta")):
+    scaled = Scaled(target)
+    registered[label] = [name for name, _ in scaled.named_parameters()]
+    grad_fn = scaled.scale.grad_fn.name() if scaled.scale.grad_fn else None
+    print(f".to({label}): self.scale is a {type(scaled.scale).__name__}, grad_fn {grad_fn}")
+    print(f"    parameters {registered[label]}, state_dict keys {list(scaled.state_dict())}")
+assert registered["'cpu'"] == ["scale", "linear.weight", "linear.bias"]
+assert registered["torch.float64"] == registered["'meta'"] == ["linear.weight", "linear.bias"]
+assert type(Scaled("meta").scale) is torch.Tensor and not Scaled(torch.float64).scale.is_leaf
+
+# %%
+# On CUDA, the move copies, and the parameter is lost in the same way:
+
+with cuda_section(device, "nn.Parameter(t).to('cuda') in a constructor") as live:
+    if live:
+        scaled_on_gpu = Scaled(device)
+        gpu_parameters = [name for name, _ in scaled_on_gpu.named_parameters()]
+        print("type:", type(scaled_on_gpu.scale).__name__, "| parameters:", gpu_parameters)
+        assert type(scaled_on_gpu.scale) is torch.Tensor
+        assert gpu_parameters == ["linear.weight", "linear.bias"]
+
+# %%
+# **Create the parameter from a tensor that already has its final device and dtype,**
+# ``nn.Parameter(torch.ones(3, device=device))``, **or create it on the CPU and move the whole
+# module with** :meth:`model.to(device) <torch.nn.Module.to>`, which keeps every parameter a
+# registered :class:`~torch.nn.Parameter`:
+
+
+class ScaledFixed(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones(3))  # moved later, with the module
+        self.linear = nn.Linear(3, 1)
+
+
+for label, target in (("device", device), ("torch.float64", torch.float64), ("'meta'", "meta")):
+    scaled = ScaledFixed().to(target)
+    names = [name for name, _ in scaled.named_parameters()]
+    print(f".to({label}): self.scale is a {type(scaled.scale).__name__} on", end=" ")
+    print(f"{scaled.scale.device}, {scaled.scale.dtype}; parameters {names}")
+    assert isinstance(scaled.scale, nn.Parameter) and names[0] == "scale"
+
+# %%
+# The recommendation-model library DeepCTR-Torch shipped this line: its linear part wrapped a
+# weight in :class:`~torch.nn.Parameter` and then moved it to the device, and a user found the
+# weight missing from the saved state dict of a model trained on CUDA
+# (`DeepCTR-Torch issue 87 <https://github.com/shenweichen/DeepCTR-Torch/issues/87>`_).
+# The maintainers proposed moving the tensor before wrapping it, and announced the fix in
+# version 0.2.4.
+# Asked in `PyTorch issue 39062 <https://github.com/pytorch/pytorch/issues/39062>`_ for a warning
+# at this line, a PyTorch developer answered that it is a known issue, ``.to()`` on a
+# :class:`~torch.nn.Parameter` giving a plain tensor, and recommended ``device=`` at creation.
+
+# %%
 # A real-world report: a positional encoding on the wrong device, then a broken checkpoint
 # ----------------------------------------------------------------------------------------
 #
