@@ -21,7 +21,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-#: Start methods :func:`run_ranks` accepts.
+#: Start methods :func:`~torch_pitfalls.run_ranks` accepts.
 START_METHODS = ("fork", "spawn", "forkserver")
 
 
@@ -62,7 +62,7 @@ def run_ranks(
         fn: called as ``fn(rank, world_size)`` in each rank; returns a picklable value.
         world_size: the number of ranks (``int`` ≥ 1).
         backend: the process group's backend (``str``), ``"gloo"`` for the CPU.
-        start_method: one of :data:`START_METHODS`.
+        start_method: one of :data:`~torch_pitfalls.ranks.START_METHODS`.
         timeout: seconds (``float`` > 0) for all ranks together, start-up included.
 
     Returns:
@@ -71,11 +71,12 @@ def run_ranks(
     Raises:
         TypeError: ``fn`` is not callable.
         ValueError: ``world_size`` is not a positive ``int``, ``timeout`` is not positive, or
-            ``start_method`` is not one of :data:`START_METHODS` available here.
+            ``start_method`` is not one of :data:`~torch_pitfalls.ranks.START_METHODS` available
+            here.
         RuntimeError: a rank raised (its traceback is in the message) or died.
         TimeoutError: the ranks did not all finish within ``timeout``; all are terminated.
 
-    Source: :mod:`torch.distributed` ("Initialization": ``store``, ``rank``, ``world_size``).
+    Source: :func:`torch.distributed.init_process_group` (``store``, ``rank``, ``world_size``).
 
     >>> def rank_sum(rank, world_size):
     ...     import torch, torch.distributed as dist
