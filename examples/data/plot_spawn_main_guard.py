@@ -213,7 +213,7 @@ assert runs == [
     ["__main__", "MainProcess"],
     ["__mp_main__", "SpawnProcess-1"],
     ["__mp_main__", "SpawnProcess-2"],
-]
+], guarded
 
 # %%
 # Anything placed there runs again in every worker, and again for every epoch unless the
