@@ -153,8 +153,10 @@ def message_head(message: str) -> str:
     'modified by an inplace operation'
     >>> message_head("Target 10 is out of bounds.")
     'Target N is out of bounds'
+    >>> message_head('Unexpected key(s) in state_dict: "module.0.weight", "module.0.bias". ')
+    'Unexpected key(s) in state_dict'
     """
-    head = re.split(r"\. |: \[| \(|\.$|:$", message, maxsplit=1)[0]
+    head = re.split(r'\. |: \[|: "|: GLOBAL | \(|\.$|:$', message, maxsplit=1)[0]
     return re.sub(r"\b\d+\b", "N", head).strip()
 
 
