@@ -54,7 +54,7 @@ assert math.isclose(a.var(), 1.25) and math.isclose(x.var().item(), 5 / 3, rel_t
 # **Same data, two answers: PyTorch's variance is 4/3 of NumPy's.**
 # A feature-normalisation step ported from NumPy, or a hand-written layer normalisation, inherits
 # the difference.
-# Here a layer normalisation over 4 features written with ``x.std(-1)``, next to
+# Here a layer normalisation over 4 features written with ``var(-1)``, next to
 # :class:`~torch.nn.LayerNorm`, which it was meant to reproduce:
 
 features = torch.randn(3, 4, device=device)
