@@ -42,17 +42,19 @@ def test_results_in_rank_order_with_a_working_group():
 
 
 def test_a_failing_rank_is_raised_with_its_traceback_and_the_others_stopped():
+    before = set(multiprocessing.active_children())  # other tests' workers may still be alive
     start = time.monotonic()
     with pytest.raises(RuntimeError, match="rank 1 raised:\n(.|\n)*rank one.s own error"):
         run_ranks(_rank_one_fails, 2, timeout=60)
     assert time.monotonic() - start < 50  # not the timeout: the waiting rank was terminated
-    assert multiprocessing.active_children() == []
+    assert set(multiprocessing.active_children()) <= before
 
 
 def test_a_hanging_rank_times_out_and_is_terminated():
+    before = set(multiprocessing.active_children())
     with pytest.raises(TimeoutError, match="2 of 2 ranks did not finish within 3"):
         run_ranks(_hangs, 2, timeout=3)
-    assert multiprocessing.active_children() == []
+    assert set(multiprocessing.active_children()) <= before
 
 
 @pytest.mark.parametrize(

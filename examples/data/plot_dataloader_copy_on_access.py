@@ -36,6 +36,7 @@ Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_ev
 # The dataset reports the worker's *private* memory (the pages that belong to that process alone,
 # from Linux's ``/proc/self/smaps_rollup``) at the first and at the last sample.
 # A dataset that holds nothing is the baseline: what a worker allocates anyway.
+import gc
 import sys
 from pathlib import Path
 
@@ -89,15 +90,25 @@ def readings(samples):
 
 
 def growth(dataset) -> float:
-    """How much a fork worker's private memory grows while it reads every sample once, in MiB."""
-    loader = DataLoader(
-        dataset,
-        batch_size=5_000,
-        num_workers=1,
-        multiprocessing_context="fork",
-        collate_fn=readings,
-    )
-    first, last = [memory for batch in loader for memory in batch]
+    """How much a fork worker's private memory grows while it reads every sample once, in MiB.
+
+    The parent's objects are frozen for the garbage collector first (:func:`gc.freeze`), so that
+    the worker's collections, which would write to every object they scan, do not copy the rest
+    of this process: what is left is what reading the samples copies.
+    """
+    gc.collect()
+    gc.freeze()
+    try:
+        loader = DataLoader(
+            dataset,
+            batch_size=5_000,
+            num_workers=1,
+            multiprocessing_context="fork",
+            collate_fn=readings,
+        )
+        first, last = [memory for batch in loader for memory in batch]
+    finally:
+        gc.unfreeze()
     return (last - first) / MiB
 
 
@@ -131,7 +142,9 @@ else:
 # pages, and the kernel copies a page only when one of them *writes* to it (copy-on-write).
 # In CPython, reading an object writes to it: every object carries a reference count, and
 # ``records[index]`` increments and later decrements the count stored in the tuple it returns
-# (the garbage collector also writes to the header of every container it scans).
+# (the garbage collector also writes to the header of every container it scans: this page keeps it
+# out of the measurement with :func:`gc.freeze`, which a training script can call before
+# creating its DataLoader, but reference counts are written anyway).
 # So the page that holds a tuple is copied into the worker the first time the worker reads it.
 # Small objects fill every page, so after an epoch every page of the list has been copied.
 #
