@@ -99,8 +99,8 @@ with cuda_section(device, "CUDA in __getitem__ of a forked worker") as live:
 # again, as a :class:`RuntimeError` whose message starts with "Caught RuntimeError in DataLoader
 # worker process 0." and carries the worker's traceback.
 #
-# On this CPU the main process has not initialised CUDA (``False`` above), ``device`` is the
-# CPU, and the same DataLoader loads its batches:
+# On the CPU, ``device`` is the CPU, the main process has not initialised CUDA (``False`` above
+# when the page runs without a GPU), and the same DataLoader loads its batches:
 
 batches = [batch.tolist() for batch in fork_loader(MadeOnDevice(4, device))]
 print("batches:", batches)
@@ -183,7 +183,7 @@ assert all(item["value"] == parent["value"] for item in seen)
 # and :func:`torch.cuda.is_initialized` answers ``False`` there; the first CUDA call in it (here,
 # a tensor created with ``device="cuda"``) tries to initialise CUDA again, and PyTorch refuses
 # with "Cannot re-initialize CUDA in forked subprocess".
-# A CPU-only build has no CUDA state to copy, which is why this machine cannot show the error.
+# A process without CUDA has no CUDA state to copy, which is why the error needs a GPU to appear.
 # On a GPU, the section below shows both sides: the main process, then its forked workers.
 
 print("the workers' CUDA state here:", [item["CUDA initialised in the worker"] for item in seen])
@@ -202,8 +202,8 @@ with cuda_section(device, "the CUDA state of the main process and of its forked 
 # that call alone marks the later forks, while :func:`torch.cuda.is_initialized` still says
 # ``False`` (PyTorch's documentation of :func:`~torch.cuda.is_available` calls this "poisoning"
 # fork, and names ``PYTORCH_NVML_BASED_CUDA_CHECK=1`` as the way to check without it).
-# A fresh interpreter on a GPU shows it: its workers use CUDA freely before the first CUDA call of
-# the main process, and fail after a single call to :func:`~torch.cuda.is_available`.
+# A fresh interpreter on a GPU shows it: its forked workers can use CUDA before the first CUDA call
+# of the main process, and fail after a single call to :func:`~torch.cuda.is_available`.
 # This is also why the same dataset can work in a quick test that loads a few batches before
 # anything touches the GPU, and fail in the training script.
 
