@@ -416,6 +416,10 @@ CUDA_PRODUCERS = [
 #: last line (``Class: message``) is what PyTorch raised there.
 CUDA_CHILD_PRODUCERS = [
     "import torch; x = torch.ones(3, device='cuda'); print(x[torch.tensor([5], device='cuda')])",
+    # a forked DataLoader worker that uses CUDA after the main process did (cuda-in-forked-workers)
+    "import torch; from torch.utils.data import DataLoader; torch.ones(1, device='cuda'); "
+    "list(DataLoader(range(2), num_workers=1, multiprocessing_context='fork', timeout=60, "
+    "collate_fn=lambda batch: torch.tensor(batch, device='cuda')))",
 ]
 
 
@@ -429,6 +433,7 @@ NEEDS_CUDA = {
     r"can't convert cuda.*numpy",
     r"Expected all tensors to be on the same device",
     r"unsafe to autocast",
+    r"Cannot re-initialize CUDA in forked subprocess",
 }
 """Entries (and page assertions matched by them) that only a CUDA device can produce."""
 
@@ -442,6 +447,7 @@ PAGE_NEEDS_CUDA = {
     "can't convert cuda",
     "Expected all tensors to be on the same device",
     "unsafe to autocast",
+    "Cannot re-initialize CUDA in forked subprocess",
 }
 PAGE_NEEDS_NO_ACCELERATOR = {
     "Cannot access accelerator device when none is available"
