@@ -274,7 +274,12 @@ var Scorer = {
       const norm = pitfallsNormal(phrase);
       if (norm.length < 3) continue;
       if (query === norm) bonus = Math.max(bonus, 150 + weight + 2 * norm.length);
-      else if (query.includes(norm)) bonus = Math.max(bonus, 50 + weight + 2 * norm.length);
+      else if (query.includes(norm))
+        // a phrase that is a small part of a long query names the page less surely
+        bonus = Math.max(
+          bonus,
+          (50 + weight + 2 * norm.length) * Math.min(1, (2 * norm.length) / query.length),
+        );
       else if (norm.includes(query) && 2 * query.length >= norm.length)
         bonus = Math.max(bonus, 50 + weight + 2 * query.length);
     }
