@@ -33,10 +33,14 @@ LANGUAGES = ("en", "zh_CN")
 KINDS = ("error", "symptom", "api")
 #: Issue 24's targets: rank 1 for >= 90 % (English) / 85 % (Chinese), top 3 for >= 97 % of both.
 TARGETS = {"en": (0.90, 0.97), "zh_CN": (0.85, 0.97)}
-#: The measured level, per language: (rank 1, top 3). A ratchet: raise it, never lower it.
-FLOORS = {"en": (0.905, 0.968), "zh_CN": (0.922, 0.982)}
-#: The error index, searched with Ctrl+F: the share of pasted first lines that reach their page.
-ERROR_INDEX_FLOOR = 0.86
+#: The measured level, per language: (rank 1, top 3). A ratchet for a given set of queries and
+#: pages: raise it, never lower it. Adding pages and their queries measures a new level, set here
+#: with the old set's level in the commit (82 pages, December 2026: the 325 queries of sets 1-2
+#: rank en 92.4% / 97.5%, zh 91.0% / 97.6%; with the 159 queries of the 21 new pages, below).
+FLOORS = {"en": (0.891, 0.971), "zh_CN": (0.89, 0.967)}
+#: The error index, searched with Ctrl+F: the share of pasted first lines that reach their page
+#: (sets 1-2 alone: 86.4%).
+ERROR_INDEX_FLOOR = 0.828
 
 #: Runs one query through the search page's code; returns the docnames in the displayed order.
 RANK_JS = """
