@@ -223,3 +223,7 @@ if on_linux:
 # arrays or tensors, not in lists of objects.**
 # Measure a worker's private memory (or PSS), not its resident size; with ``spawn`` or
 # ``forkserver``, prefer tensors, which the workers share.
+#
+# The :doc:`detectors </detectors>` have no rule for this pitfall, because a small list in a
+# dataset is harmless, and how much a worker copies depends on the data at run time; measure a
+# worker's private memory instead.

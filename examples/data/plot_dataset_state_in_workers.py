@@ -214,3 +214,7 @@ assert epochs_seen(through_memory) == [{0}, {1}, {2}]
 # never does.**
 # Send per-epoch state with the indices through the sampler, keep changing state in shared memory,
 # or set it before a new iterator starts new workers.
+#
+# The :doc:`detectors </detectors>` have no rule for this pitfall, because an attribute set on a
+# dataset in the loop is a bug only when the workers read it, which depends on ``num_workers`` and
+# on what ``__getitem__`` reads.

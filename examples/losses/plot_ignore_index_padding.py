@@ -210,3 +210,6 @@ assert int((by_value == eos_id).sum()) == 0
 # batch's padding.**
 # The loss over real tokens is also what gradient accumulation must average: see
 # :ref:`token-mean-accumulation`.
+#
+# The :doc:`detectors </detectors>` have no rule for this pitfall, because whether a label is
+# padding depends on the tokenizer's padding id, which the training code does not show.

@@ -243,3 +243,7 @@ assert dict(layer_norm.named_buffers()) == {}
 # Test a sequence layer by changing one time step and checking that the output changes at that
 # time step; for a per-step normalisation of the features, use ``LayerNorm(C)``.
 # The attention layers have the opposite default: see :ref:`transformer-batch-first`.
+#
+# The :doc:`detectors </detectors>` have no rule for this pitfall, because the sizes that decide
+# the layout are known only at run time, and when they are equal (``L == C``) nothing tells the two
+# layouts apart.

@@ -195,3 +195,6 @@ assert torch.equal(x.var(unbiased=True), x.var(correction=1))
 # correction=1 in every call.**
 # The difference is ``√(n / (n - 1))`` on a standard deviation, large for small groups, and a
 # group of one gives NaN unless ``correction=0``.
+#
+# The :doc:`detectors </detectors>` have no rule for this pitfall, because both corrections are
+# right for some code, and which one a port meant is not in the source.

@@ -201,3 +201,7 @@ assert torch.equal(pad_dims(sequences, {1: (0, 2)}), longer)
 # never (top, bottom, left, right).**
 # Name the pads, or build the tuple from a dimension-to-pair mapping, and check the padded
 # shape, or compare with a hand-shifted image, before trusting it.
+#
+# The :doc:`detectors </detectors>` have no rule for this pitfall, because which dimension a
+# padding tuple is meant to pad is a convention of the code, not something its syntax shows, and
+# both orders are valid calls.

@@ -229,3 +229,6 @@ assert single.shape == (K,)
 # included: name the dimension (squeeze(1), squeeze((2, 3))) or use flatten(1).**
 # Test a model with a batch of one as well as a full batch; a dataset size that leaves a last
 # batch of one sample finds these bugs before the evaluation does.
+#
+# The :doc:`detectors </detectors>` have no rule for this pitfall, because most bare ``squeeze()``
+# calls are meant, and which dimensions have size 1 is known only at run time, for the last batch.

@@ -215,3 +215,7 @@ assert loss.isfinite()
 # pool with AdaptiveAvgPool2d when the input size can change.**
 # ``view(-1, C)`` runs on any input whose size is a multiple of ``C``, and turns what the pooling
 # left over into extra samples.
+#
+# The :doc:`detectors </detectors>` have no rule for this pitfall, because token-level code folds
+# positions into rows on purpose, and whether ``-1`` swallows the batch depends on sizes known only
+# at run time.
