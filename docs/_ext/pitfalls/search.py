@@ -35,8 +35,9 @@ from .indexes import Printed, all_printed, message_head
 #: Pages kept low in search results: for contributors, not for readers with a problem.
 LOW_PAGES = ["contributing", "changes", "api", "detectors-api"]
 #: Pages that gather every page's summary (the answer is one click further; the topics' indexes
-#: too): their full-text matches weigh 0.6 of a pitfall page's (0.75 let the cheat sheet, which
-#: holds every page's words, come first for 1 in 60 English queries).
+#: too): their full-text matches weigh 0.6 of a pitfall page's (with 0.75, the cheat sheet, which
+#: holds every page's words, came first for some symptom queries: English rank 1 was 89.1% of 239
+#: queries, 90.0% with 0.6).
 HUB_PAGES = ["cheatsheet", "symptoms", "errors", "index", "auto_examples/index", "detectors"]
 
 
