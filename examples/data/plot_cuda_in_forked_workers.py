@@ -250,7 +250,7 @@ with cuda_section(device, "a fresh process, before and after torch.cuda.is_avail
 # The fix
 # -------
 #
-# **Keep the workers on the CPU: ``__getitem__`` returns CPU tensors, and the training loop
+# **Keep the workers on the CPU: __getitem__ returns CPU tensors, and the training loop
 # moves each batch to the device.**
 # The workers then never touch CUDA, whatever the main process did before.
 # With ``pin_memory=True`` (only with a GPU: without one, the DataLoader warns and ignores it), a
