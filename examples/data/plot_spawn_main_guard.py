@@ -38,6 +38,7 @@ file for "spawn" to import it again).
 # Every line it prints says which process printed it; the start method comes from the command line,
 # so that the page runs the same file under "spawn" and "fork".
 import multiprocessing
+import re
 import tempfile
 from pathlib import Path
 
@@ -74,14 +75,23 @@ train_py = Path(folder.name) / "train.py"
 train_py.write_text(UNGUARDED)
 
 
+PID = re.compile(r"\bpid(\(s\))? \d+")
+
+
 def show(result):
-    """What the script printed, its exit status and the lines of its errors that matter."""
+    """What the script printed, its exit status and the lines of its errors that matter: each
+    distinct line once (both workers may print the same error), process ids as ``<pid>`` (they
+    change at every run)."""
     print(f"exit status: {result.returncode}")
     for line in result.stdout.splitlines():
         print("  stdout:", line)
+    shown = []
     for line in result.stderr.splitlines():
         if line.lstrip().startswith(("An attempt", "current process", "RuntimeError: DataLoader")):
-            print("  stderr:", line.strip())
+            line = PID.sub(lambda match: f"pid{match[1] or ''} <pid>", line.strip())
+            if line not in shown:
+                shown.append(line)
+                print("  stderr:", line)
 
 
 def module_level_runs(result):
