@@ -157,17 +157,23 @@ def _text(raw: str) -> str:
     return html.unescape(re.sub(r"<[^>]+>", "", raw))
 
 
-def printed_on(language: str, path: str) -> set[str]:
-    """The message lines (``Class: message``) of the executed outputs of one built page."""
+def printed_on(language: str, path: str, later_lines: bool = False) -> set[str]:
+    """The message lines (``Class: message``) of the executed outputs of one built page; with
+    ``later_lines``, each later line of a message too, under its class (``RuntimeError:
+    Unexpected key(s) in …`` for the line below ``RuntimeError: Error(s) in loading …``)."""
     source = (HTML / language / path).read_text(encoding="utf-8")
     lines = set()
     for classes, pre in PRE.findall(source):
         if "sphx-glr-script-out" in classes or "output" in classes.split():
+            kind = None
             for line in _text(pre).splitlines():
                 # a message, alone or after an output's label ("child's error: ...")
                 match = LABELLED_MESSAGE.match(line.strip())
                 if match and not match[1].startswith("PitfallWarning:"):
                     lines.add(match[1])
+                    kind = match[1].split(": ", 1)[0]
+                elif kind and later_lines and line.strip():
+                    lines.add(f"{kind}: {line.strip()}")
     return lines
 
 
@@ -238,11 +244,8 @@ def test_each_error_index_entry_links_a_section_that_prints_it(site_url, languag
         hrefs = re.findall(r'href="([^"#]+)#([^"]+)"', links)
         assert hrefs, message
         for href, anchor in hrefs:
-            # a later line of a long message (Unexpected key(s) in state_dict: …) is printed
-            # without its class, under the message's first line
-            line = message.split(": ", 1)[1]
-            text = printed_on(language, href)
-            assert message in text or line in text, f"{href} does not print {message}"
+            printed_there = printed_on(language, href, later_lines=True)
+            assert message in printed_there, f"{href} does not print {message}"
             assert f'id="{anchor}"' in (HTML / language / href).read_text(encoding="utf-8")
     # The wordings of other releases: in the linked page's Across releases section, with the
     # releases that print them.
