@@ -585,3 +585,24 @@ def test_stray_spaces_at_references_are_found():
     assert stray_spaces_at_references("见 :ref:`梯度累积 <a>`", titles) == [
         "见 :ref:`梯度累积 <a>`"
     ]
+
+
+#: A named link whose text ends with a Chinese character, then a space and a Chinese character:
+#: the page shows a space between two Chinese words (reST needs an escaped space, ``\ ``).
+SPACE_AFTER_CHINESE_LINK = re.compile(r"[\u4e00-\u9fff] <[^<>`]+>`__? (?=[\u4e00-\u9fff])")
+
+
+def test_space_after_a_chinese_link_is_found():
+    assert SPACE_AFTER_CHINESE_LINK.search("见 `文档 <https://x.org>`_ 建议")
+    assert not SPACE_AFTER_CHINESE_LINK.search("见 `issue 5 <https://x.org>`_ 中")
+    assert not SPACE_AFTER_CHINESE_LINK.search("见 `文档 <https://x.org>`_\\ 建议")
+
+
+@pytest.mark.parametrize("path", CATALOGS, ids=catalog_id)
+def test_no_space_after_a_link_whose_text_ends_in_chinese(path):
+    problems = [
+        entry.msgstr[:80]
+        for entry in polib.pofile(str(path)).translated_entries()
+        if SPACE_AFTER_CHINESE_LINK.search(entry.msgstr)
+    ]
+    assert not problems, "use a reST escaped space (\\ ) after the link:\n" + "\n".join(problems)
