@@ -383,6 +383,9 @@ PRODUCERS = [
     lambda: nn.Linear(8, 10)(torch.randn(4, 32)),
     # numerics, data, performance, distributed
     lambda: nn.Linear(2, 2)(torch.ones(1, 2, dtype=torch.float64)),
+    # autocast-outputs-dtype: a bfloat16 output of an autocast region outside it
+    lambda: nn.Linear(2, 2)(torch.ones(1, 2, dtype=torch.bfloat16)),
+    lambda: torch.ones(2, dtype=torch.bfloat16).numpy(),
     lambda: torch.ones(1, 3).std(dim=0),
     # float64-creep's message on 2.11 and older (mse_loss); huber_loss still gives it in 2.13
     lambda: F.huber_loss(
