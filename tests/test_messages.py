@@ -160,6 +160,18 @@ def _ddp_unused_parameter():
             dist.destroy_process_group()
 
 
+def _syncbn_on_cpu():
+    import torch.distributed as dist
+
+    with tempfile.TemporaryDirectory() as folder:
+        store = f"file://{folder}/store"
+        dist.init_process_group("gloo", init_method=store, rank=0, world_size=1)
+        try:
+            nn.SyncBatchNorm(2)(torch.randn(4, 2))  # training mode, in a process group
+        finally:
+            dist.destroy_process_group()
+
+
 def _legacy_backward_hook():
     block = nn.Sequential(nn.Linear(2, 2), nn.ReLU(), nn.Linear(2, 1))
     block.register_backward_hook(lambda *args: None)
@@ -397,6 +409,7 @@ PRODUCERS = [
         iter(torch.utils.data.DataLoader(torch.arange(8.0), batch_size=4, pin_memory=True))
     ),
     _ddp_unused_parameter,
+    _syncbn_on_cpu,
     _checkpoint_ready_twice,
     lambda: _deterministic(warn_only=False),
     lambda: _deterministic(warn_only=True),
