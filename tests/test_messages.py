@@ -250,6 +250,17 @@ def _worker_exits():
     next(iter(loader))
 
 
+def _export_batch_of_one(dynamic: bool):
+    """export-static-batch: a program exported with a batch of 1, called on a batch of 2
+    (``dynamic=False``), or the batch dimension declared dynamic with a named Dim."""
+    example = (torch.randn(1, 3),)
+    if dynamic:
+        batch = torch.export.Dim("batch")
+        torch.export.export(nn.Linear(3, 2), example, dynamic_shapes={"input": {0: batch}})
+    else:
+        torch.export.export(nn.Linear(3, 2), example).module()(torch.randn(2, 3))
+
+
 def _manual_step_out_of_place():
     w = torch.ones(2, requires_grad=True)
     for _ in range(2):  # the first step makes w a non-leaf: the second finds w.grad None
@@ -403,6 +414,9 @@ PRODUCERS = [
     lambda: torch.utils.data.DataLoader(
         range(4), sampler=torch.utils.data.SequentialSampler(range(4)), shuffle=True
     ),
+    # compilation and export
+    lambda: _export_batch_of_one(dynamic=False),
+    lambda: _export_batch_of_one(dynamic=True),
 ]
 """Code that makes PyTorch raise or warn the messages of the pages (CPU; CUDA ones below)."""
 
