@@ -261,6 +261,21 @@ def _export_batch_of_one(dynamic: bool):
         torch.export.export(nn.Linear(3, 2), example).module()(torch.randn(2, 3))
 
 
+def _trace_branch(check: bool):
+    """jit-trace-control-flow: trace an ``if`` on a tensor's value (a TracerWarning), and with
+    ``check`` an example that takes the other branch in check_inputs (a TracingCheckError)."""
+
+    def scale(x):
+        return x / 255 if x.max() > 1 else x
+
+    others = [(torch.full((2,), 255.0),)] if check else None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        if check:
+            warnings.simplefilter("ignore", torch.jit.TracerWarning)
+        torch.jit.trace(scale, torch.zeros(2), check_inputs=others)
+
+
 def _manual_step_out_of_place():
     w = torch.ones(2, requires_grad=True)
     for _ in range(2):  # the first step makes w a non-leaf: the second finds w.grad None
@@ -417,6 +432,8 @@ PRODUCERS = [
     # compilation and export
     lambda: _export_batch_of_one(dynamic=False),
     lambda: _export_batch_of_one(dynamic=True),
+    lambda: _trace_branch(check=False),
+    lambda: _trace_branch(check=True),
 ]
 """Code that makes PyTorch raise or warn the messages of the pages (CPU; CUDA ones below)."""
 
