@@ -276,6 +276,20 @@ def _trace_branch(check: bool):
         torch.jit.trace(scale, torch.zeros(2), check_inputs=others)
 
 
+def _compile_print_fullgraph():
+    """compile-graph-breaks: print inside a function compiled with fullgraph=True."""
+
+    def step(x):
+        print("x:", tuple(x.shape))
+        return x.sum()
+
+    torch._dynamo.reset()
+    try:
+        torch.compile(step, backend="eager", fullgraph=True)(torch.ones(2))
+    finally:
+        torch._dynamo.reset()
+
+
 def _manual_step_out_of_place():
     w = torch.ones(2, requires_grad=True)
     for _ in range(2):  # the first step makes w a non-leaf: the second finds w.grad None
@@ -434,6 +448,7 @@ PRODUCERS = [
     lambda: _export_batch_of_one(dynamic=True),
     lambda: _trace_branch(check=False),
     lambda: _trace_branch(check=True),
+    _compile_print_fullgraph,
 ]
 """Code that makes PyTorch raise or warn the messages of the pages (CPU; CUDA ones below)."""
 
