@@ -262,6 +262,46 @@ def _worker_exits():
     next(iter(loader))
 
 
+def _export_batch_of_one(dynamic: bool):
+    """export-static-batch: a program exported with a batch of 1, called on a batch of 2
+    (``dynamic=False``), or the batch dimension declared dynamic with a named Dim."""
+    example = (torch.randn(1, 3),)
+    if dynamic:
+        batch = torch.export.Dim("batch")
+        torch.export.export(nn.Linear(3, 2), example, dynamic_shapes={"input": {0: batch}})
+    else:
+        torch.export.export(nn.Linear(3, 2), example).module()(torch.randn(2, 3))
+
+
+def _trace_branch(check: bool):
+    """jit-trace-control-flow: trace an ``if`` on a tensor's value (a TracerWarning), and with
+    ``check`` an example that takes the other branch in check_inputs (a TracingCheckError)."""
+
+    def scale(x):
+        return x / 255 if x.max() > 1 else x
+
+    others = [(torch.full((2,), 255.0),)] if check else None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        if check:
+            warnings.simplefilter("ignore", torch.jit.TracerWarning)
+        torch.jit.trace(scale, torch.zeros(2), check_inputs=others)
+
+
+def _compile_print_fullgraph():
+    """compile-graph-breaks: print inside a function compiled with fullgraph=True."""
+
+    def step(x):
+        print("x:", tuple(x.shape))
+        return x.sum()
+
+    torch._dynamo.reset()
+    try:
+        torch.compile(step, backend="eager", fullgraph=True)(torch.ones(2))
+    finally:
+        torch._dynamo.reset()
+
+
 def _manual_step_out_of_place():
     w = torch.ones(2, requires_grad=True)
     for _ in range(2):  # the first step makes w a non-leaf: the second finds w.grad None
@@ -419,6 +459,12 @@ PRODUCERS = [
     lambda: torch.utils.data.DataLoader(
         range(4), sampler=torch.utils.data.SequentialSampler(range(4)), shuffle=True
     ),
+    # compilation and export
+    lambda: _export_batch_of_one(dynamic=False),
+    lambda: _export_batch_of_one(dynamic=True),
+    lambda: _trace_branch(check=False),
+    lambda: _trace_branch(check=True),
+    _compile_print_fullgraph,
 ]
 """Code that makes PyTorch raise or warn the messages of the pages (CPU; CUDA ones below)."""
 
