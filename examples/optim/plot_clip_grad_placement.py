@@ -296,8 +296,9 @@ for name in ("without a scaler", "with a GradScaler"):
 # A real-world report: clipping that never clipped
 # ------------------------------------------------
 #
-# In the training script of a widely used music-transcription model, a reader pointed out that the
-# gradients were clipped after ``backward()`` *and* ``step()``; the author agreed that the clip
+# In the training script of a PyTorch implementation of Onsets and Frames, a piano-transcription
+# model, a reader pointed out that the gradients were clipped after ``backward()`` *and*
+# ``step()``; the author agreed that the clip
 # belonged between the two, and added that during most of training the gradient norm had stayed
 # below the threshold anyway, which is how such a bug survives
 # (`onsets-and-frames issue 24 <https://github.com/jongwook/onsets-and-frames/issues/24>`_).
