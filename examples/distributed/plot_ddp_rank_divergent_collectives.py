@@ -64,6 +64,12 @@ def group_with_short_timeout(timeout=TIMEOUT):
     return group
 
 
+def done():
+    """Wait on the default group until every rank has finished failing: a rank that exited
+    earlier would turn the others' timeouts into "Connection closed by peer"."""
+    dist.barrier()
+
+
 def short(message):
     """The first line of an error, without the C++ source location that gloo prefixes."""
     return re.sub(r"^\[[^\]]*\.(cc|cpp):\d+\] ", "", message.splitlines()[0])
@@ -95,6 +101,7 @@ def save_then_wait(rank, world_size):
             dist.barrier(group=group)  # the mistake: only rank 0 gets here
         where = "dist.all_reduce(loss)"
         dist.all_reduce(torch.tensor([1.0]), group=group)  # the next step, on every rank
+    done()
     return where, short(caught.message), time.monotonic() - start >= TIMEOUT.total_seconds()
 
 
@@ -134,6 +141,7 @@ def one_more_on_rank_0(rank, world_size):
             dist.all_reduce(accuracy, group=group)  # only rank 0 logs it
         dist.all_reduce(loss, group=group)  # every rank
         dist.barrier(group=group)  # every rank, at the end of the step
+    done()
     return accuracy.item() / world_size, loss.item() / world_size, short(caught.message)
 
 
@@ -174,6 +182,7 @@ def skip_a_backward(rank, world_size):
             model(x).sum().backward()
             gradients.append((step, model.module.weight.grad.item()))
         dist.barrier(group=group)  # the end of the epoch
+    done()
     return gradients, short(caught.message)
 
 
@@ -207,8 +216,9 @@ def who_is_missing(rank, world_size):
     if rank == 0:
         with expect_raises(RuntimeError, "failed to pass monitoredBarrier", show=False) as caught:
             dist.monitored_barrier(group=group, timeout=TIMEOUT)
+        done()
         return caught.message.splitlines()[0]
-    time.sleep(TIMEOUT.total_seconds() + 0.5)  # rank 1 is elsewhere
+    done()  # rank 1 is elsewhere: on the default group, until rank 0 has its answer
     return None
 
 
@@ -233,6 +243,7 @@ def detail_mode(rank, world_size):
             if rank == 0:
                 dist.barrier(group=group)
             dist.all_reduce(torch.tensor([1.0]), group=group)
+        done()
         return c.message, time.monotonic() - start < 10
     finally:
         dist.set_debug_level(dist.DebugLevel.OFF)
