@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from torch_pitfalls import messages, rules, run_isolated
+from torch_pitfalls import messages, rules, run_isolated, run_ranks
 
 from .conftest import EXAMPLES, example_path
 
@@ -170,6 +170,30 @@ def _syncbn_on_cpu():
             nn.SyncBatchNorm(2)(torch.randn(4, 2))  # training mode, in a process group
         finally:
             dist.destroy_process_group()
+def _missing_rank(rank, world_size):
+    import datetime
+    import time
+
+    import torch.distributed as dist
+
+    timeout = datetime.timedelta(seconds=1)
+    group = dist.new_group(timeout=timeout)
+    if rank == 0:
+        dist.monitored_barrier(group=group, timeout=timeout)  # rank 1 never comes
+    else:
+        time.sleep(1.5)
+
+
+def _mismatched_collectives(rank, world_size):
+    import datetime
+
+    import torch.distributed as dist
+
+    dist.set_debug_level(dist.DebugLevel.DETAIL)
+    group = dist.new_group(timeout=datetime.timedelta(seconds=30))
+    if rank == 0:
+        dist.barrier(group=group)
+    dist.all_reduce(torch.ones(1), group=group)
 
 
 def _legacy_backward_hook():
@@ -450,6 +474,9 @@ PRODUCERS = [
     ),
     _ddp_unused_parameter,
     _syncbn_on_cpu,
+    # ddp-rank-divergent-collectives: a timeout (with the rank that did not arrive), a mismatch
+    lambda: run_ranks(_missing_rank, 2, timeout=60),
+    lambda: run_ranks(_mismatched_collectives, 2, timeout=60),
     _checkpoint_ready_twice,
     lambda: _deterministic(warn_only=False),
     lambda: _deterministic(warn_only=True),
