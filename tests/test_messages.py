@@ -123,6 +123,14 @@ def _unscale_twice():
     scaler.unscale_(optimizer)
 
 
+def _unscale_half():
+    w = torch.ones(2, dtype=torch.float16, requires_grad=True)
+    optimizer = torch.optim.SGD([w], lr=1.0)
+    scaler = torch.amp.GradScaler("cpu")
+    scaler.scale(w.float().sum()).backward()
+    scaler.unscale_(optimizer)
+
+
 class _Stream(torch.utils.data.IterableDataset):
     def __iter__(self):
         return iter(range(4))
@@ -348,6 +356,7 @@ PRODUCERS = [
     ),
     _adam_after_double,
     _unscale_twice,
+    _unscale_half,
     # tensors
     lambda: torch.randn(2, 3).t().view(6),
     lambda: F.interpolate(torch.randn(3, 8, 8), size=(16, 16)),
