@@ -141,6 +141,11 @@ def _scheduler(total_steps=None):
         scheduler.step()
 
 
+def _scheduler_resumed_without_optimizer_state():
+    optimizer = torch.optim.SGD(nn.Linear(2, 2).parameters(), lr=0.1)
+    torch.optim.lr_scheduler.StepLR(optimizer, step_size=3, last_epoch=3)
+
+
 def _unscale_twice():
     w = torch.ones(2, requires_grad=True)
     optimizer = torch.optim.SGD([w], lr=1.0)
@@ -386,6 +391,7 @@ PRODUCERS = [
     ),
     _adam_after_double,
     _unscale_twice,
+    _scheduler_resumed_without_optimizer_state,
     _unscale_half,
     # tensors
     lambda: torch.randn(2, 3).t().view(6),
