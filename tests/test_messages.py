@@ -11,9 +11,12 @@ import multiprocessing
 import multiprocessing.spawn
 import os
 import re
+import sys
 import tempfile
+import types
 import warnings
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -85,6 +88,30 @@ class _Payload:
         return (print, ("payload",))
 
 
+def _load_numpy_scalar_allowlisted():
+    # the scalar and np.dtype allowlisted: the next refusal names NumPy's dtype class (NumPy 1.25+)
+    buffer = io.BytesIO()
+    torch.save(np.float64(0.5), buffer)
+    buffer.seek(0)
+    core = getattr(np, "_core", None) or np.core
+    with torch.serialization.safe_globals([core.multiarray.scalar, np.dtype]):
+        torch.load(buffer)
+
+
+def _load_model_of_a_missing_module():
+    # a whole model whose class lives in a module that the loading process cannot import
+    module = types.ModuleType("mynet")
+    exec("from torch import nn\n\nclass Net(nn.Linear):\n    pass\n", module.__dict__)
+    sys.modules["mynet"] = module
+    try:
+        buffer = io.BytesIO()
+        torch.save(module.Net(2, 2), buffer)
+    finally:
+        del sys.modules["mynet"]
+    buffer.seek(0)
+    torch.load(buffer, weights_only=False)
+
+
 def _adam_after_double():
     model = nn.Linear(2, 2)
     optimizer = torch.optim.Adam(model.parameters())
@@ -114,12 +141,25 @@ def _scheduler(total_steps=None):
         scheduler.step()
 
 
+def _scheduler_resumed_without_optimizer_state():
+    optimizer = torch.optim.SGD(nn.Linear(2, 2).parameters(), lr=0.1)
+    torch.optim.lr_scheduler.StepLR(optimizer, step_size=3, last_epoch=3)
+
+
 def _unscale_twice():
     w = torch.ones(2, requires_grad=True)
     optimizer = torch.optim.SGD([w], lr=1.0)
     scaler = torch.amp.GradScaler("cpu")
     scaler.scale(w.sum()).backward()
     scaler.unscale_(optimizer)
+    scaler.unscale_(optimizer)
+
+
+def _unscale_half():
+    w = torch.ones(2, dtype=torch.float16, requires_grad=True)
+    optimizer = torch.optim.SGD([w], lr=1.0)
+    scaler = torch.amp.GradScaler("cpu")
+    scaler.scale(w.float().sum()).backward()
     scaler.unscale_(optimizer)
 
 
@@ -362,6 +402,9 @@ PRODUCERS = [
     lambda: torch.ones(2, requires_grad=True).numpy(),
     lambda: _load(nn.Linear(2, 2)),
     lambda: _load(_Payload()),
+    lambda: _load(np.float64(0.5)),
+    _load_numpy_scalar_allowlisted,
+    _load_model_of_a_missing_module,
     lambda: torch.ones(2, device="meta") + torch.ones(2),
     lambda: torch.ones(4).item(),
     lambda: float(torch.ones(4)),
@@ -424,6 +467,8 @@ PRODUCERS = [
     ),
     _adam_after_double,
     _unscale_twice,
+    _scheduler_resumed_without_optimizer_state,
+    _unscale_half,
     # tensors
     lambda: torch.randn(2, 3).t().view(6),
     lambda: F.interpolate(torch.randn(3, 8, 8), size=(16, 16)),

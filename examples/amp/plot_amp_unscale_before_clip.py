@@ -197,6 +197,98 @@ assert math.isinf(norm_inf) and unchanged
 assert scaler.get_scale() == scale_before / 2
 
 # %%
+# float16 weights: "Attempting to unscale FP16 gradients"
+# --------------------------------------------------------
+#
+# A common shortcut to mixed precision is to convert the whole model to float16 with
+# :meth:`~torch.nn.Module.half` (or to load a checkpoint stored in float16) and to keep the
+# scaler.
+# The forward and backward passes run, and the first ``unscale_`` (or ``scaler.step``, which
+# calls it) raises:
+
+half_model = copy.deepcopy(model).half()
+half_params = [name for name, p in half_model.named_parameters() if p.requires_grad]
+optimizer = torch.optim.SGD(half_model.parameters(), lr=0.1)
+scaler = torch.amp.GradScaler(device.type)
+loss = nn.functional.mse_loss(half_model(x.half()).float(), y)
+scaler.scale(loss).backward()
+print("gradient dtypes:", sorted({str(p.grad.dtype) for p in half_model.parameters()}))
+with expect_raises(ValueError, "Attempting to unscale FP16 gradients"):
+    scaler.unscale_(optimizer)
+print("float16 parameters that require grad:", half_params)
+assert all(p.grad.dtype == torch.float16 for p in half_model.parameters())
+
+# %%
+# One float16 module is enough: the check looks at every gradient of the optimizer's
+# parameters, and it raises at the first float16 one.
+# Frozen float16 parameters (``requires_grad=False``) have no gradient and never reach the check.
+#
+# **The scaler expects float32 parameters.**
+# Unscaling divides each gradient by the scale in the gradient's own dtype: a float16 gradient
+# divided back to its true size underflows to zero again, exactly as it would have without
+# scaling, and the update applied to a float16 weight is rounded to the spacing of float16 near
+# that weight:
+
+scale = 65536.0
+scaled_gradient = (small_gradient * scale).half()
+print(f"scaled gradient in float16: {scaled_gradient.item():.3g}")
+print(f"unscaled in float16: {(scaled_gradient / scale).item()}")
+print(f"unscaled in float32: {(scaled_gradient.float() / scale).item():.3g}")
+assert (scaled_gradient / scale).item() == 0.0 and (scaled_gradient.float() / scale).item() > 0
+weight = torch.tensor(1.0, dtype=torch.float16, device=device)
+print(f"1.0 - 1e-4 in float16: {(weight - 1e-4).item()}")
+assert (weight - 1e-4).item() == 1.0
+
+# %%
+# **The fix: keep the parameters in float32 and let** :class:`torch.autocast` **run the forward
+# pass in float16.**
+# Autocast casts the weights to float16 inside each matmul or convolution; the gradients flow
+# back through that cast to the float32 parameters, so they arrive in float32, and the
+# scaler unscales them without losing the small ones:
+
+amp_model = copy.deepcopy(model)
+optimizer = torch.optim.SGD(amp_model.parameters(), lr=0.1)
+scaler = torch.amp.GradScaler(device.type)
+losses, scales = [], []
+for _ in range(5):
+    optimizer.zero_grad()
+    with torch.autocast(device.type, dtype=torch.float16):
+        prediction = amp_model(x)
+    loss = nn.functional.mse_loss(prediction.float(), y)
+    scaler.scale(loss).backward()
+    scaler.unscale_(optimizer)
+    nn.utils.clip_grad_norm_(amp_model.parameters(), max_norm)
+    scaler.step(optimizer)
+    scaler.update()
+    losses.append(round(loss.item(), 3))
+    scales.append(scaler.get_scale())
+print(f"forward output: {prediction.dtype} | parameters: {amp_model[0].weight.dtype}")
+print("gradient dtypes:", sorted({str(p.grad.dtype) for p in amp_model.parameters()}))
+print(f"losses: {losses}")
+print(f"scale after each step: {scales}")
+assert prediction.dtype == torch.float16 and losses[-1] < losses[0]
+assert all(p.dtype == p.grad.dtype == torch.float32 for p in amp_model.parameters())
+
+# %%
+# Five steps train the model; a step whose float16 backward pass overflowed is skipped and the
+# scale halved, as in the section above.
+# A model that must stay in a 16-bit dtype (too large for float32 weights) is usually trained in
+# bfloat16, which has float32's range and needs no scaler; or its float16 base stays frozen and
+# only float32 adapters are trained.
+# The failing line is then the one that converts the trainable part to float16.
+#
+# The error is reported in many fine-tuning projects; in
+# `PyTorch issue 74739 <https://github.com/pytorch/pytorch/issues/74739>`_ users ask why
+# ``unscale_`` refuses float16 gradients, one of them hitting it with a whole float16 model and
+# with a single float16 module in a float32 model, and a later comment traces it to float16
+# weights.
+# When the scaler was added, its author explained in the review of
+# `PyTorch pull request 26512 <https://github.com/pytorch/pytorch/pull/26512>`_ that the
+# parameters the optimizer owns are expected to stay float32.
+# In `AdaFace issue 127 <https://github.com/mk-minchul/AdaFace/issues/127>`_, the cause turned out
+# to be one PReLU layer the user had changed to float16.
+
+# %%
 # A real-world report: "gradients are clipped before the unscaling"
 # -----------------------------------------------------------------
 #

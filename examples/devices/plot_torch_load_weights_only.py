@@ -221,6 +221,195 @@ assert with_config["config"] == config
 # Simpler still, store the configuration as a plain ``dict`` (:func:`dataclasses.asdict`):
 # it then loads with the default and needs no allowlist.
 #
+# NumPy values and random states in a checkpoint
+# ----------------------------------------------
+#
+# A checkpoint that holds only state dicts can still be refused: a metric computed with NumPy is
+# a NumPy scalar, not a Python number, and the state of NumPy's random number generator holds a
+# NumPy array.
+# Both are pickled as NumPy objects, which ``weights_only=True`` does not rebuild by default.
+# The states of Python's ``random`` module (a tuple of ints) and of PyTorch's generator
+# (a ``uint8`` tensor) are accepted:
+
+import importlib
+import random
+
+import numpy as np
+
+accuracies = np.array([0.81, 0.84, 0.83])
+best_acc = accuracies.max()
+rng_states = {
+    "python": random.getstate(),
+    "numpy": np.random.get_state(),
+    "torch": torch.get_rng_state(),
+}
+print(f"best_acc: {best_acc!r} ({type(best_acc).__name__})")
+torch.save(
+    {"model": model.state_dict(), "best_acc": best_acc, "rng": rng_states},
+    folder / "numpy_checkpoint.pt",
+)
+with expect_raises(
+    pickle.UnpicklingError, "Unsupported global: GLOBAL numpy\\.", show=False
+) as caught:
+    torch.load(folder / "numpy_checkpoint.pt", map_location=device, weights_only=True)
+print("refused:", re.search(r"Unsupported global: GLOBAL \S+", caught.message).group(0))
+torch.save({"python": rng_states["python"], "torch": rng_states["torch"]}, folder / "rng_only.pt")
+accepted = torch.load(folder / "rng_only.pt", weights_only=True)
+print("Python and torch RNG states load:", sorted(accepted))
+assert type(best_acc) is np.float64 and accepted["python"] == rng_states["python"]
+
+# %%
+# The error names one global at a time.
+# Since PyTorch 2.6, :func:`torch.serialization.get_unsafe_globals_in_checkpoint` lists the
+# globals a file needs without loading it; allowlisting them is still not enough, because NumPy's
+# dtype classes (such as ``numpy.dtypes.Float64DType``, NumPy 1.25 and later) are checked when the
+# objects are built, and the next error names one of them:
+
+if torch.__version__ >= "2.6" and hasattr(np, "dtypes"):
+    needed = sorted(
+        torch.serialization.get_unsafe_globals_in_checkpoint(folder / "numpy_checkpoint.pt")
+    )
+    print("globals the file needs:", needed)
+    assert needed and all(name.startswith("numpy.") for name in needed)
+    listed = []
+    for name in needed:
+        module_name, _, attribute = name.rpartition(".")
+        listed.append(getattr(importlib.import_module(module_name), attribute))
+    with expect_raises(pickle.UnpicklingError, "numpy\\.dtypes\\.\\w+DType", show=False) as caught:
+        with torch.serialization.safe_globals(listed):
+            torch.load(folder / "numpy_checkpoint.pt", map_location=device)
+    print("then refused:", re.search(r"numpy\.dtypes\.\w+DType", caught.message).group(0))
+    dtype_classes = [type(best_acc.dtype), type(rng_states["numpy"][1].dtype)]
+    with torch.serialization.safe_globals(listed + dtype_classes):
+        allowlisted = torch.load(folder / "numpy_checkpoint.pt", map_location=device)
+    print("loaded with", len(listed + dtype_classes), "allowlisted globals:", sorted(allowlisted))
+    assert allowlisted["best_acc"] == best_acc
+
+# %%
+# **Store Python numbers and tensors, not NumPy objects:** ``best_acc.item()`` (or ``float()``)
+# for a metric, and NumPy's generator state with its array as a list; such a checkpoint loads
+# with the default and needs no allowlist.
+# Restoring the three states then continues all three random streams exactly:
+
+
+def plain_rng_states():
+    name, keys, position, has_gauss, cached_gaussian = np.random.get_state()
+    numpy_state = (name, keys.tolist(), position, has_gauss, cached_gaussian)
+    return {"python": random.getstate(), "numpy": numpy_state, "torch": torch.get_rng_state()}
+
+
+def restore_rng_states(states):
+    random.setstate(states["python"])
+    name, keys, position, has_gauss, cached_gaussian = states["numpy"]
+    np.random.set_state(
+        (name, np.array(keys, dtype=np.uint32), position, has_gauss, cached_gaussian)
+    )
+    torch.set_rng_state(states["torch"])
+
+
+def draw():
+    return random.random(), np.random.rand(), torch.rand(1).item()
+
+
+torch.save(
+    {"model": model.state_dict(), "best_acc": best_acc.item(), "rng": plain_rng_states()},
+    folder / "plain_checkpoint.pt",
+)
+expected = draw()
+plain = torch.load(folder / "plain_checkpoint.pt", map_location=device, weights_only=True)
+restore_rng_states(plain["rng"])
+print(f"best_acc: {plain['best_acc']!r} ({type(plain['best_acc']).__name__})")
+after = draw()
+print("draws after restoring match the draws after saving:", after == expected)
+assert type(plain["best_acc"]) is float and after == expected
+
+# %%
+# The same error appears when NumPy values sit deeper in a checkpoint: in
+# `deepmd-kit pull request 4147 <https://github.com/deepmodeling/deepmd-kit/pull/4147>`_, which
+# switched the project's loads to ``weights_only=True``, the checkpoints were refused because a
+# learning rate had been stored as a ``numpy.float64`` inside the model's state dict.
+# Hugging Face's ``Trainer`` saves NumPy's generator state with its checkpoints: with the new
+# default, its tests of resuming from a checkpoint failed
+# (`transformers issue 34631 <https://github.com/huggingface/transformers/issues/34631>`_), and
+# `transformers pull request 34632 <https://github.com/huggingface/transformers/pull/34632>`_
+# allowlisted NumPy's array, dtype and reconstruction globals around the load; in a later report,
+# `transformers issue 40500 <https://github.com/huggingface/transformers/issues/40500>`_, the
+# random state was refused again with PyTorch 2.6.
+#
+# A whole model loaded in another project: "No module named …"
+# -------------------------------------------------------------
+#
+# Passing ``weights_only=False`` for a whole-model file (the first way out the message offers)
+# works in the project that saved it, and fails elsewhere.
+# :func:`torch.save` does not store the model's code: :mod:`pickle` stores its class as a
+# module path and a name, and loading imports that module again.
+# We write a small project whose model class lives in ``mynet.py``, save the whole model there,
+# then leave the project, as a script in another folder would: its folder is no longer on
+# ``sys.path`` and ``mynet`` was never imported there.
+
+import sys
+
+project = folder / "project"
+project.mkdir()
+(project / "mynet.py").write_text(
+    "from torch import nn\n\n\n"
+    "class Net(nn.Module):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.fc = nn.Linear(4, 2)\n\n"
+    "    def forward(self, x):\n"
+    "        return self.fc(x)\n"
+)
+sys.path.insert(0, str(project))
+mynet = importlib.import_module("mynet")
+net = mynet.Net().to(device)
+torch.save(net, folder / "whole_net.pt")
+torch.save(net.state_dict(), folder / "net_weights.pt")
+sys.path.remove(str(project))
+del sys.modules["mynet"], mynet
+
+with expect_raises(ModuleNotFoundError, "No module named 'mynet'"):
+    torch.load(folder / "whole_net.pt", map_location=device, weights_only=False)
+with expect_raises(pickle.UnpicklingError, "Unsupported global", show=False) as caught:
+    torch.load(folder / "whole_net.pt", map_location=device, weights_only=True)
+print("the file names the class:", re.search(r"GLOBAL mynet\.Net", caught.message).group(0))
+
+# %%
+# **A whole-model file loads only where the same module path imports the same class:** the
+# same folder layout, or the project installed as a package.
+# Renaming or moving the file that defines the class breaks old checkpoints in the saving project
+# too.
+#
+# **The fix is the state dict again:** it holds tensors under parameter names, loads with
+# ``weights_only=True`` without importing anything, and the loading project builds the
+# architecture from its own copy of the code:
+
+
+class Net(nn.Module):  # the loading project's own definition of the architecture
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+weights = torch.load(folder / "net_weights.pt", map_location=device, weights_only=True)
+rebuilt = Net().to(device)
+_ = rebuilt.load_state_dict(weights)
+print("keys:", list(weights), "| mynet imported:", "mynet" in sys.modules)
+assert "mynet" not in sys.modules
+assert torch.equal(rebuilt.fc.weight, net.fc.weight) and torch.equal(rebuilt.fc.bias, net.fc.bias)
+
+# %%
+# The error has been reported for as long as :func:`torch.save` has pickled whole models; in
+# `PyTorch issue 18325 <https://github.com/pytorch/pytorch/issues/18325>`_ a whole-model
+# checkpoint failed with ``No module named 'models'``, and the answer was a link to the
+# recommended approach: save and load the state dict.
+# `YOLOv5 issue 22 <https://github.com/ultralytics/yolov5/issues/22>`_ collected the same error
+# from users who loaded YOLOv5's checkpoints, which pickle the model object, from their own
+# projects outside the YOLOv5 folder.
+#
 # Takeaway
 # --------
 #

@@ -299,6 +299,95 @@ print("compilations for batch sizes 16, 16, 12, 16, 7:", by_default, "| with mar
 assert by_default == 2 and marked == 1
 
 # %%
+# Switching between ``train()`` and ``eval()``
+# --------------------------------------------
+#
+# The mode of every submodule is guarded too: dropout and batch normalization run other code in
+# training and in evaluation, so each mode needs a graph of its own.
+# A loop that validates after every epoch, in ``eval()`` mode under :func:`torch.no_grad`:
+
+classifier = nn.Sequential(
+    nn.Linear(8, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Dropout(0.1), nn.Linear(16, 1)
+).to(device)
+torch._dynamo.reset()
+mode_graphs = []
+compiled_classifier = torch.compile(classifier, backend=counting_backend(mode_graphs))
+graphs_after_each_epoch = []
+with dynamo_messages() as mode_messages:
+    for _epoch in range(3):
+        compiled_classifier.train()
+        for _ in range(3):
+            compiled_classifier(x).sum().backward()
+        compiled_classifier.eval()
+        with torch.no_grad():
+            for _ in range(2):
+                compiled_classifier(x)
+        graphs_after_each_epoch.append(len(mode_graphs))
+mode_reasons = [newest_reason(m) for m in mode_messages if "Recompiling" in m]
+print("graphs compiled by the end of each epoch:", graphs_after_each_epoch)
+print("recompilations:", len(mode_reasons))
+assert graphs_after_each_epoch == [2, 2, 2] and len(mode_reasons) == 1
+if torch.__version__ >= "2.8":
+    print("reason:", mode_reasons[0])
+    assert "grad_mode" in mode_reasons[0] or ".training" in mode_reasons[0]
+
+# %%
+# **Each mode compiles once: the first validation pays a second compilation, and every later
+# switch finds its graph in the cache.**
+# That is expected, and cheap next to a training run; but the modes multiply with every other
+# guard (each batch size, each value of an integer attribute), and all of them count towards
+# ``recompile_limit``.
+# The reason printed is the first guard that failed: grad mode, which changed together with the
+# mode here (see :ref:`no-grad-evaluation`), or a submodule's ``training`` flag.
+#
+# The mode of the compiled wrapper
+# --------------------------------
+#
+# :func:`torch.compile` returns a wrapper around the module (an ``OptimizedModule``); the module
+# itself is its ``_orig_mod``, with the same parameters.
+# ``train()`` and ``eval()`` on either one change the mode of the module, so the compiled code
+# follows:
+
+wrapper_modes = {}
+classifier.eval()
+wrapper_modes["classifier.eval()"] = (classifier.training, compiled_classifier.training)
+compiled_classifier.train()
+wrapper_modes["compiled.train()"] = (classifier.training, compiled_classifier.training)
+compiled_classifier.eval()
+wrapper_modes["compiled.eval()"] = (classifier.training, compiled_classifier.training)
+print("the wrapped module:", compiled_classifier._orig_mod is classifier)
+for call, (module_mode, wrapper_mode) in wrapper_modes.items():
+    print(f"after {call:18} module.training={module_mode}, wrapper.training={wrapper_mode}")
+assert compiled_classifier._orig_mod is classifier
+assert [modes[0] for modes in wrapper_modes.values()] == [False, True, False]
+if torch.__version__ >= "2.5":
+    assert all(module == wrapper for module, wrapper in wrapper_modes.values())
+else:  # PyTorch 2.4: the wrapper's own flag, see "Changed in PyTorch 2.5" below
+    assert [modes[1] for modes in wrapper_modes.values()] == [True, True, True]
+
+# %%
+# **Since PyTorch 2.5, the wrapper's training attribute is the module's.**
+# On PyTorch 2.4 and older, the wrapper had a flag of its own that ``train()`` and ``eval()``
+# did not update: ``compiled.training`` read ``True`` after ``compiled.eval()``, while the module
+# and the compiled code were in evaluation mode.
+# Code that checks the mode (``if model.training:``) on the wrapper took the wrong branch; checking
+# it on the module itself works on every release.
+#
+# Changed in PyTorch 2.5: ``training`` of the compiled wrapper
+# ------------------------------------------------------------
+#
+# The wrapper's flag was reported as misleading in
+# `PyTorch issue 122414 <https://github.com/pytorch/pytorch/issues/122414>`_, and
+# `pull request #131546 <https://github.com/pytorch/pytorch/pull/131546>`_ made it mirror the
+# module's; in
+# `PyTorch issue 132986 <https://github.com/pytorch/pytorch/issues/132986>`_, where ``eval()``
+# on the wrapper left its ``training`` at ``True``, a user confirmed the problem on 2.4.1 and not
+# on 2.5.1.
+# Before that, in 2023, `PyTorch issue 110803 <https://github.com/pytorch/pytorch/issues/110803>`_
+# reported that toggling ``train()`` and ``eval()`` on a compiled model recompiled at every
+# switch, up to the limit; the loop above compiles each mode once.
+
+# %%
 # Changed in PyTorch 2.12: a recompile limit for one ``torch.compile`` call
 # -------------------------------------------------------------------------
 #

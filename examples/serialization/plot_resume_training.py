@@ -341,6 +341,96 @@ ax.set_title(f"Resumed after step {n}")
 _ = ax.legend()
 
 # %%
+# A scheduler rebuilt with ``last_epoch=``: ``KeyError: 'initial_lr'``
+# ---------------------------------------------------------------------
+#
+# Many scripts do not save the scheduler's state dict: they pass the epoch to resume from to the
+# scheduler's constructor, ``last_epoch`` being the index of the last epoch done.
+# With an optimizer that has not loaded its state dict, the constructor raises:
+
+checkpoint = torch.load(folder / "checkpoint.pt", map_location="cpu")
+model, *_ = start()
+fresh_optimizer = torch.optim.Adam(model.parameters(), lr=LR)
+with expect_raises(
+    KeyError, "param 'initial_lr' is not specified in param_groups\\[0\\] when resuming"
+):
+    torch.optim.lr_scheduler.StepLR(
+        fresh_optimizer, step_size=3, gamma=0.5, last_epoch=checkpoint["epoch"] - 1
+    )
+
+# %%
+# **A scheduler computes its rates from the rate each param group started with, and keeps it in
+# the optimizer, under the key "initial_lr".**
+# Built with the default ``last_epoch=-1``, it writes that key into every param group; built with
+# ``last_epoch`` of 0 or more, it expects a resumed optimizer that carries it already.
+# The optimizer's state dict does carry it, since the scheduler wrote it there before saving:
+
+print("'initial_lr' in a fresh optimizer:", "initial_lr" in fresh_optimizer.param_groups[0])
+saved_group = {k: v for k, v in checkpoint["optimizer"]["param_groups"][0].items() if "lr" in k}
+print("in the checkpoint's optimizer:", saved_group)
+assert "initial_lr" not in fresh_optimizer.param_groups[0]
+assert saved_group == {"lr": reference.lrs[INTERRUPTED_AFTER - 1], "initial_lr": LR}
+
+# %%
+# The workaround that circulates for the error, setting ``initial_lr`` to the current rate by
+# hand, silences it and restarts the schedule: the rebuilt optimizer's rate is the initial one,
+# and ``StepLR`` keeps multiplying that rate.
+# The learning rates of the resumed epochs, against the uninterrupted run's:
+
+
+def resumed_lrs(optimizer, scheduler):
+    """The learning rate of each resumed epoch (no gradients: the steps move nothing)."""
+    lrs = []
+    for _ in range(checkpoint["epoch"], EPOCHS):
+        lrs.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        scheduler.step()
+    return lrs
+
+
+for group in fresh_optimizer.param_groups:
+    group.setdefault("initial_lr", group["lr"])
+patched = torch.optim.lr_scheduler.StepLR(
+    fresh_optimizer, step_size=3, gamma=0.5, last_epoch=checkpoint["epoch"] - 1
+)
+patched_lrs = resumed_lrs(fresh_optimizer, patched)
+print(f"{'uninterrupted:':24}", reference.lrs[INTERRUPTED_AFTER:])
+print(f"{'initial_lr set by hand:':24}", patched_lrs)
+assert patched_lrs == [2 * lr for lr in reference.lrs[INTERRUPTED_AFTER:]]
+
+# %%
+# **The fix: load the optimizer's state dict first.**
+# It restores the current rate and ``initial_lr``; then either build the scheduler with
+# ``last_epoch``, or build it as usual and load its own state dict, as ``resume`` above does
+# (the safer choice: a scheduler's state can hold more than its epoch count).
+# Both give the uninterrupted run's rates:
+
+model, *_ = start()
+optimizer = torch.optim.Adam(model.parameters(), lr=LR)
+optimizer.load_state_dict(checkpoint["optimizer"])
+with_last_epoch = torch.optim.lr_scheduler.StepLR(
+    optimizer, step_size=3, gamma=0.5, last_epoch=checkpoint["epoch"] - 1
+)
+last_epoch_lrs = resumed_lrs(optimizer, with_last_epoch)
+model, optimizer, scheduler, loader = start()
+optimizer.load_state_dict(checkpoint["optimizer"])
+scheduler.load_state_dict(checkpoint["scheduler"])
+state_dict_lrs = resumed_lrs(optimizer, scheduler)
+print(f"{'optimizer loaded, then last_epoch=:':38}", last_epoch_lrs)
+print(f"{'optimizer and scheduler state dicts:':38}", state_dict_lrs)
+assert last_epoch_lrs == state_dict_lrs == reference.lrs[INTERRUPTED_AFTER:]
+
+# %%
+# In `PyTorch issue 160626 <https://github.com/pytorch/pytorch/issues/160626>`_, a user reported
+# the error as a bug of the scheduler with the hand-set ``initial_lr`` as the workaround, and a
+# reply asked for a clearer message; recent releases' message names the likely cause, an
+# optimizer state that was not loaded.
+# It is still met: in
+# `speculators issue 1048 <https://github.com/vllm-project/speculators/issues/1048>`_ (PyTorch
+# 2.11), a resume test failed because the optimizer's state was loaded by a distributed helper
+# that left ``initial_lr`` out, before a scheduler was rebuilt with ``last_epoch``.
+
+# %%
 # On a GPU: checkpoints across devices
 # ------------------------------------
 #

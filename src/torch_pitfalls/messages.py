@@ -121,6 +121,11 @@ GENERIC: tuple[tuple[str, str, str], ...] = (
     ),
     ("RuntimeError", r"Tensors must have same number of dimensions", "any cat of different ranks"),
     ("ValueError", r"Target size \(.*\) must be the same as input size", "any BCE shape mismatch"),
+    (
+        "ModuleNotFoundError",
+        r"No module named",
+        "Python's, for any missing import (from torch.load: a whole model whose module is gone)",
+    ),
 )
 """PyTorch messages that pages print but that have no entry on purpose: ``(class name, regular
 expression, why)``. Each has many causes, so an entry would send every such error, whatever its
