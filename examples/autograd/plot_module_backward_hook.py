@@ -166,7 +166,7 @@ with expect_raises(RuntimeError, "Cannot use both regular backward hooks and ful
 # A full hook on it cannot be called "when the gradients with respect to the inputs are
 # computed": there are none.
 # It fires earlier, when the gradients with respect to the module's outputs are computed, with
-# ``grad_input`` set to ``(None,)``, and PyTorch warns (since 2.8).
+# ``grad_input`` set to ``(None,)``, and PyTorch warns.
 # A hook written for the input gradient, that logs ``grad_input[0].norm()`` for example, fails
 # on ``None`` there.
 
