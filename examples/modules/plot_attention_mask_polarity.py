@@ -267,8 +267,9 @@ assert same(grad_fixed, grad_sdpa) == zeros_since_2_5
 # zeros for a query row with every key masked: its softmax over a row of ``-inf`` gave NaN, as
 # `PyTorch issue 103963 <https://github.com/pytorch/pytorch/issues/103963>`_ reported, and
 # :class:`~torch.nn.MultiheadAttention` with ``need_weights=False`` with it.
-# The three checks above print ``False`` on 2.4: the rows are not the bias, the two paths do not
-# agree, and the gradient through the function is not finite.
+# On 2.4 the three checks above print ``False`` (a NaN equals nothing, not even another NaN, and
+# the gradient through the function is not finite), and so does the comparison of the fixed
+# layer's gradient, finite on every release, with that gradient.
 # `PyTorch 2.5 <https://github.com/pytorch/pytorch/releases/tag/v2.5.0>`_ made the function's
 # reference path use ``_safe_softmax``, which gives 0 for a row whose scores are all ``-inf``,
 # and updated the fused kernels to do the same
