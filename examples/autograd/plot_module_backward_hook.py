@@ -41,6 +41,8 @@ Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_ev
 # be the gradient with respect to the block's input ``x``, of shape ``(5, 3)``.
 # Calling the block already warns; the hook's tuple has three entries and none has the shape of
 # ``x``.
+import warnings
+
 import torch
 from torch import nn
 
@@ -173,8 +175,16 @@ first = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2)).to(device)
 first.register_full_backward_hook(
     lambda module, grad_input, grad_output: seen.update(first=grad_input, first_out=grad_output)
 )
-with expect_warns(UserWarning, "Full backward hook is firing when gradients are computed with"):
-    first(data).sum().backward()
+if torch.__version__ >= "2.8":
+    with expect_warns(UserWarning, "Full backward hook is firing when gradients are computed with"):
+        first(data).sum().backward()
+else:  # PyTorch 2.7 and older: the same call, silently (see "Changed in PyTorch 2.8" below)
+    with warnings.catch_warnings(record=True) as hook_warnings:
+        warnings.simplefilter("always")
+        first(data).sum().backward()
+    hook_warnings = [str(w.message) for w in hook_warnings if "backward hook" in str(w.message)]
+    print("warnings:", hook_warnings)
+    assert hook_warnings == []
 print("data input: grad_input", seen["first"], "| grad_output", shapes(seen["first_out"]))
 assert seen["first"] == (None,) and shapes(seen["first_out"]) == [(5, 2)]
 
@@ -188,7 +198,10 @@ frozen, head = nn.Linear(3, 4).to(device), nn.Linear(4, 2).to(device)
 frozen.requires_grad_(False)
 frozen.register_full_backward_hook(lambda *args: calls.update(frozen=calls["frozen"] + 1))
 head.register_full_backward_hook(lambda *args: calls.update(head=calls["head"] + 1))
-with expect_warns(UserWarning, "no inputs require gradients", show=False):
+if torch.__version__ >= "2.8":  # the head's input, the frozen module's output, needs no grad
+    with expect_warns(UserWarning, "no inputs require gradients", show=False):
+        head(frozen(data)).sum().backward()
+else:
     head(frozen(data)).sum().backward()
 print("hook calls:", calls)
 assert calls == {"frozen": 0, "head": 1}
@@ -209,6 +222,20 @@ print("input requires grad: grad_input", shapes(seen["first"]))
 assert torch.equal(seen["first"][0], data.grad)
 
 # %%
+# Changed in PyTorch 2.8: a warning when a full hook fires with the output gradients
+# ----------------------------------------------------------------------------------
+#
+# Up to PyTorch 2.7, a full backward hook on a module whose inputs do not require grad was
+# called with ``grad_input=(None,)`` without a word: the behaviour shown above, which
+# `pull request #56693 <https://github.com/pytorch/pytorch/pull/56693>`_ introduced in 2021.
+# `PyTorch 2.8 <https://github.com/pytorch/pytorch/releases/tag/v2.8.0>`_ warns each time it
+# happens: "Full backward hook is firing when gradients are computed with respect to module
+# outputs since no inputs require gradients", with a link to the documentation
+# (`pull request #155339 <https://github.com/pytorch/pytorch/pull/155339>`_); the case of a
+# frozen module, whose hook does not fire at all, stays silent.
+# **On PyTorch 2.7 and older, a hook that receives None in grad_input gets no warning: check
+# grad_input for None yourself.**
+#
 # A real-world report
 # -------------------
 #

@@ -239,7 +239,9 @@ print(
     same(out_no_weights, out_sdpa_rows),
 )
 print("gradient through SDPA finite:", grad_sdpa.isfinite().all().item())
-assert sdpa_rows_are_bias and same(out_no_weights, out_sdpa_rows) and grad_sdpa.isfinite().all()
+zeros_since_2_5 = torch.__version__ >= "2.5"  # NaN, as above, on 2.4: see "Changed in PyTorch 2.5"
+assert sdpa_rows_are_bias == same(out_no_weights, out_sdpa_rows) == zeros_since_2_5
+assert grad_sdpa.isfinite().all() == zeros_since_2_5
 
 # %%
 # Neither NaN nor zero is an answer: a query with no key has no attention output.
@@ -254,10 +256,28 @@ out_fixed, _ = mha(x, x, x, attn_mask=(~allowed_self).repeat_interleave(HEADS, d
 print("no NaN with a key in every row:", not out_fixed.isnan().any().item())
 print("real tokens unchanged:", same(out_fixed[keep_left], out_sdpa_rows[keep_left]))
 print("gradient equals the one through SDPA:", same(grad_fixed, grad_sdpa))
-assert not out_fixed.isnan().any()
-assert same(out_fixed[keep_left], out_sdpa_rows[keep_left]) and same(grad_fixed, grad_sdpa)
+assert not out_fixed.isnan().any() and same(out_fixed[keep_left], out_sdpa_rows[keep_left])
+assert same(grad_fixed, grad_sdpa) == zeros_since_2_5
 
 # %%
+# Changed in PyTorch 2.5: zeros instead of NaN for a query with no key
+# --------------------------------------------------------------------
+#
+# Up to PyTorch 2.4, :func:`~torch.nn.functional.scaled_dot_product_attention` did not give
+# zeros for a query row with every key masked: its softmax over a row of ``-inf`` gave NaN, as
+# `PyTorch issue 103963 <https://github.com/pytorch/pytorch/issues/103963>`_ reported, and
+# :class:`~torch.nn.MultiheadAttention` with ``need_weights=False`` with it.
+# On 2.4 the three checks above print ``False`` (a NaN equals nothing, not even another NaN, and
+# the gradient through the function is not finite), and so does the comparison of the fixed
+# layer's gradient, finite on every release, with that gradient.
+# `PyTorch 2.5 <https://github.com/pytorch/pytorch/releases/tag/v2.5.0>`_ made the function's
+# reference path use ``_safe_softmax``, which gives 0 for a row whose scores are all ``-inf``,
+# and updated the fused kernels to do the same
+# (`pull request #131863 <https://github.com/pytorch/pytorch/pull/131863>`_, landed as
+# `#133882 <https://github.com/pytorch/pytorch/pull/133882>`_).
+# **Code that relied on the NaN to notice an empty row, or on the zeros to hide one, behaves
+# differently on either side of 2.5: give every query a key instead.**
+#
 # Two public reports show the NaN side.
 # In `PyTorch issue 41508 <https://github.com/pytorch/pytorch/issues/41508>`_, open since 2020,
 # users combining ``key_padding_mask`` with a limited-context ``attn_mask`` got NaN gradients

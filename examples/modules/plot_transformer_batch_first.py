@@ -107,7 +107,10 @@ assert weights.shape == (S, N, N)
 
 padding_mask = torch.zeros(N, S, dtype=torch.bool, device=device)  # True = padding
 padding_mask[:, 8:] = True
-with expect_raises(AssertionError, "Expected key_padded_mask.shape"):
+# PyTorch 2.5 and older word it "expecting key_padding_mask shape of (10, 4), but got
+# torch.Size([4, 10])".
+message = "Expected key_padded_mask" if torch.__version__ >= "2.6" else "expecting key_padding_mask"
+with expect_raises(AssertionError, message):
     encoder(x, src_key_padding_mask=padding_mask)
 
 # %%

@@ -115,11 +115,15 @@ assert torch.zeros(1, C, 1, 1).squeeze().shape == (C,)
 
 logits_batched = torch.randn(1, K, device=device)
 target = torch.tensor([2], device=device)
-loss_squeezed = F.cross_entropy(logits_batched.squeeze(), target)
-loss_batched = F.cross_entropy(logits_batched, target)
-print(f"cross-entropy of (K,) logits: {loss_squeezed.item():.4f}", end=", ")
-print(f"of (1, K) logits: {loss_batched.item():.4f}")
-torch.testing.assert_close(loss_squeezed, loss_batched)
+if torch.__version__ >= "2.9":
+    loss_squeezed = F.cross_entropy(logits_batched.squeeze(), target)
+    loss_batched = F.cross_entropy(logits_batched, target)
+    print(f"cross-entropy of (K,) logits: {loss_squeezed.item():.4f}", end=", ")
+    print(f"of (1, K) logits: {loss_batched.item():.4f}")
+    torch.testing.assert_close(loss_squeezed, loss_batched)
+else:  # PyTorch 2.8 and older refuse the (1,) target: see "Changed in PyTorch 2.9" below
+    with expect_raises(RuntimeError, r"size mismatch \(got input: \[\d+\], target: \[1\]\)"):
+        F.cross_entropy(logits_batched.squeeze(), target)
 
 # %%
 # A model with one output per sample, ``(N, 1)``, is squeezed to ``(N,)`` to meet a target of
@@ -204,6 +208,19 @@ print("one image -> logits:", tuple(single.shape))
 assert single.shape == (K,)
 
 # %%
+# Changed in PyTorch 2.9: ``cross_entropy`` takes a target of shape ``(1,)`` for ``(C,)`` logits
+# ----------------------------------------------------------------------------------------------
+#
+# Up to PyTorch 2.8, :func:`~torch.nn.functional.cross_entropy` given the squeezed logits of a
+# batch of one, shape ``(C,)``, and the batch's target, shape ``(1,)``, raised
+# ``RuntimeError: size mismatch (got input: [3], target: [1])``: an unbatched input needed a 0-d
+# target.
+# `PyTorch 2.9 <https://github.com/pytorch/pytorch/releases/tag/v2.9.0>`_ accepts that pair
+# and returns the loss of the batch of one, as measured above on each release.
+# **On 2.8 and older, a bare squeeze() before cross_entropy fails on the last batch of one; on
+# 2.9 and newer it trains silently, and the failure moves to code that expects a batch
+# dimension.**
+#
 # A real-world report: re-identification features
 # -----------------------------------------------
 #
