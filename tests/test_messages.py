@@ -582,6 +582,8 @@ PAGE_NEEDS_CUDA = {
     "Expected all tensors to be on the same device",
     "unsafe to autocast",
     "Cannot re-initialize CUDA in forked subprocess",
+    # compile-cudagraph-overwritten: CUDAGraph Trees only; no entry yet (no CPU producer exists)
+    "overwritten by a subsequent run",
 }
 PAGE_NEEDS_NO_ACCELERATOR = {
     "Cannot access accelerator device when none is available"
