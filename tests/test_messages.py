@@ -210,6 +210,8 @@ def _syncbn_on_cpu():
             nn.SyncBatchNorm(2)(torch.randn(4, 2))  # training mode, in a process group
         finally:
             dist.destroy_process_group()
+
+
 def _missing_rank(rank, world_size):
     import datetime
     import time
@@ -222,6 +224,27 @@ def _missing_rank(rank, world_size):
         dist.monitored_barrier(group=group, timeout=timeout)  # rank 1 never comes
     else:
         time.sleep(1.5)
+
+
+def _peer_gave_up(rank, world_size):
+    import datetime
+
+    import torch.distributed as dist
+
+    # rank 0 gives up first (the shorter timeout) and closes its connections; rank 1, still
+    # waiting, fails with "Connection closed by peer", which is what run_ranks raises (rank 0
+    # returns)
+    group = dist.new_group(timeout=datetime.timedelta(seconds=1 if rank == 0 else 20))
+    dist.barrier()
+    try:
+        if rank == 0:
+            dist.barrier(group=group)  # rank 1 never comes
+        dist.all_reduce(torch.ones(1), group=group)
+    except RuntimeError:
+        if rank != 0:
+            raise
+    finally:
+        dist.barrier()  # the default group: rank 0 exits after rank 1 has failed
 
 
 def _mismatched_collectives(rank, world_size):
@@ -519,8 +542,10 @@ PRODUCERS = [
     ),
     _ddp_unused_parameter,
     _syncbn_on_cpu,
-    # ddp-rank-divergent-collectives: a timeout (with the rank that did not arrive), a mismatch
+    # ddp-rank-divergent-collectives: a timeout (with the rank that did not arrive), the peer of
+    # a rank that timed out, a mismatch
     lambda: run_ranks(_missing_rank, 2, timeout=60),
+    lambda: run_ranks(_peer_gave_up, 2, timeout=60),
     lambda: run_ranks(_mismatched_collectives, 2, timeout=60),
     _checkpoint_ready_twice,
     lambda: _deterministic(warn_only=False),

@@ -39,8 +39,13 @@ Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.run_ran
 # Every experiment below runs on two ranks of a gloo process group on this CPU
 # (:func:`~torch_pitfalls.run_ranks` starts the processes, and stops them whatever happens).
 # A hang must not last 30 minutes here, so the collectives that are meant to fail run on a group
-# made with :func:`~torch.distributed.new_group` and ``timeout=`` one second; its ranks meet at a
-# barrier of the default group first, so that both start the experiment together.
+# made with :func:`~torch.distributed.new_group` and ``timeout=`` one second on rank 0 (20 seconds
+# on rank 1: each process gives its own timeout); its ranks meet at a barrier of the default group
+# first, so that both start the experiment together.
+# **With gloo, the first rank to give up closes its connections, and the others then fail at once
+# with "Connection closed by peer … This is typically caused by a remote worker crashing", though
+# no worker crashed**: after a hang, that is the message most of a gloo job's logs show.
+# Rank 0's shorter timeout makes it the one that gives up, on every run.
 # The ranks use CPU tensors (gloo), whatever the page's device.
 import datetime
 import re
@@ -54,25 +59,35 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 from torch_pitfalls import expect_raises, get_device, run_ranks
 
-TIMEOUT = datetime.timedelta(seconds=1)
+TIMEOUT = datetime.timedelta(seconds=1)  # rank 0's: it gives up first
+OTHERS = datetime.timedelta(seconds=20)  # the other ranks': they fail when rank 0 gives up
+LONG = datetime.timedelta(seconds=30)  # every rank's, where no collective should fail
 
 
-def group_with_short_timeout(timeout=TIMEOUT):
-    """A group of all ranks whose collectives give up after ``timeout``; ranks start together."""
-    group = dist.new_group(timeout=timeout)
+def group_with_short_timeout(timeout=TIMEOUT, others=OTHERS):
+    """A group of all ranks whose collectives give up after ``timeout`` on rank 0 and ``others``
+    on the other ranks; ranks start together."""
+    group = dist.new_group(timeout=timeout if dist.get_rank() == 0 else others)
     dist.barrier()  # the default group (its default timeout): both ranks are here now
     return group
 
 
 def done():
-    """Wait on the default group until every rank has finished failing: a rank that exited
-    earlier would turn the others' timeouts into "Connection closed by peer"."""
+    """Wait on the default group until every rank has finished failing, so that no rank exits
+    (and tears down its connections) while another still waits."""
     dist.barrier()
 
 
 def short(message):
-    """The first line of an error, without the C++ source location that gloo prefixes."""
-    return re.sub(r"^\[[^\]]*\.(cc|cpp):\d+\] ", "", message.splitlines()[0])
+    """The first line of an error, without the C++ source location that gloo prefixes, with the
+    peer's port (a new one on each run) masked, and without gloo's advice after "crashing."."""
+    line = re.sub(r"^\[[^\]]*\.(cc|cpp):\d+\] ", "", message.splitlines()[0])
+    line = re.sub(r"(\[[^\]]*\]):\d+", r"\1:<port>", line)
+    return re.sub(r"(remote worker crashing\.) .*", r"\1 …", line)
+
+
+GAVE_UP = r"Timed out waiting 1000ms for \w+ operation to complete"  # rank 0, after its timeout
+CLOSED = r"Connection closed by peer \[[^\]]*\]:<port>\. This is typically caused by a remote"
 
 
 device = get_device()
@@ -94,29 +109,41 @@ assert dist.default_pg_timeout == datetime.timedelta(minutes=30)
 def save_then_wait(rank, world_size):
     group = group_with_short_timeout()
     start = time.monotonic()
-    with expect_raises(RuntimeError, "Timed out waiting", show=False) as caught:
+    with expect_raises(
+        RuntimeError, "Timed out waiting|Connection closed by peer", show=False
+    ) as caught:
         if rank == 0:
             # ... torch.save(model.state_dict(), path) ...
             where = "dist.barrier()"
             dist.barrier(group=group)  # the mistake: only rank 0 gets here
         where = "dist.all_reduce(loss)"
         dist.all_reduce(torch.tensor([1.0]), group=group)  # the next step, on every rank
+    waited = time.monotonic() - start
     done()
-    return where, short(caught.message), time.monotonic() - start >= TIMEOUT.total_seconds()
+    # rank 0 waits its whole timeout; rank 1 fails when rank 0 gives up (with some slack: the
+    # ranks leave the starting barrier a few milliseconds apart), long before its own timeout
+    if rank == 0:
+        waited = waited >= TIMEOUT.total_seconds()
+    else:
+        waited = 0.5 * TIMEOUT.total_seconds() <= waited < OTHERS.total_seconds() / 2
+    return where, short(caught.message), waited
 
 
 stuck = run_ranks(save_then_wait)
-for rank, (where, message, waited) in enumerate(stuck):
-    print(f"rank {rank} stuck in {where}, waited the whole timeout: {waited}\n  {message}")
+print(f"rank 0 stuck in {stuck[0][0]}, waited its whole timeout (1 s): {stuck[0][2]}")
+print(f"  {stuck[0][1]}")
+print(f"rank 1 stuck in {stuck[1][0]}, waited until rank 0 gave up (not 20 s): {stuck[1][2]}")
+print(f"  {stuck[1][1]}")
 assert [where for where, _, _ in stuck] == ["dist.barrier()", "dist.all_reduce(loss)"]
-timed_out = r"Timed out waiting 1000ms for \w+ operation to complete"
-assert all(re.fullmatch(timed_out, message) for _, message, _ in stuck)
+assert re.fullmatch(GAVE_UP, stuck[0][1]) and re.match(CLOSED, stuck[1][1])
 assert all(waited for _, _, waited in stuck)
 
 # %%
 # **Both ranks wait, each in a different collective, until the group's timeout: the barrier
 # that was meant to hold the others back holds rank 0, and the all_reduce of rank 1 waits for a
 # partner that never comes.**
+# Rank 0 gave up first and closed its connections, so rank 1's error is "Connection closed by
+# peer": the message names no timeout, and blames a crash that did not happen.
 # With the default timeout of 30 minutes, that is a job that looks frozen for half an hour.
 #
 # Why
@@ -136,7 +163,9 @@ assert all(waited for _, _, waited in stuck)
 def one_more_on_rank_0(rank, world_size):
     group = group_with_short_timeout()
     accuracy, loss = torch.tensor([0.5 + 0.25 * rank]), torch.tensor([10.0 + 2 * rank])
-    with expect_raises(RuntimeError, "Timed out waiting", show=False) as caught:
+    with expect_raises(
+        RuntimeError, "Timed out waiting|Connection closed by peer", show=False
+    ) as caught:
         if rank == 0:
             dist.all_reduce(accuracy, group=group)  # only rank 0 logs it
         dist.all_reduce(loss, group=group)  # every rank
@@ -150,11 +179,12 @@ print("rank 0's averaged accuracy:", mixed[0][0], "| rank 1's averaged loss:", m
 for rank, (_, _, message) in enumerate(mixed):
     print(f"rank {rank}, then: {message}")
 assert mixed[0][0] == mixed[1][1] == (0.5 + 12.0) / 2
+assert re.fullmatch(GAVE_UP, mixed[0][2]) and re.match(CLOSED, mixed[1][2])
 
 # %%
 # Rank 0's accuracy (0.5) was averaged with rank 1's *loss* (12.0): both ranks got 6.25, each in
 # a different variable, without an error; rank 0's own ``all_reduce`` of the loss then met rank
-# 1's barrier, and both timed out.
+# 1's barrier: rank 0 timed out, and rank 1 lost its connection to it.
 # The hang is the visible end of a mismatch that started one collective earlier.
 #
 # Under DDP: a skipped ``backward``
@@ -173,7 +203,9 @@ def skip_a_backward(rank, world_size):
     torch.manual_seed(0)
     model = DDP(nn.Linear(1, 1, bias=False), process_group=group)
     gradients = []
-    with expect_raises(RuntimeError, "Timed out waiting", show=False) as caught:
+    with expect_raises(
+        RuntimeError, "Timed out waiting|Connection closed by peer", show=False
+    ) as caught:
         for step in range(2):
             if rank == 1 and step == 0:
                 continue  # e.g. `if not torch.isfinite(loss): continue`
@@ -190,11 +222,13 @@ skipped = run_ranks(skip_a_backward)
 for rank, (gradients, message) in enumerate(skipped):
     print(f"rank {rank}: (step, gradient) {gradients}, then: {message}")
 assert [gradients for gradients, _ in skipped] == [[(0, 6.5)], [(1, 6.5)]]
+assert re.fullmatch(GAVE_UP, skipped[0][1]) and re.match(CLOSED, skipped[1][1])
 
 # %%
 # Rank 0's first gradient, 6.5, is the mean of its step 0 (input 1) and rank 1's step 1
 # (input 12): **DDP averaged gradients of two different iterations, without an error.**
-# Rank 0's second ``backward`` then had no partner, and rank 1's barrier neither: both timed out.
+# Rank 0's second ``backward`` then had no partner, and rank 1's barrier neither: rank 0 timed out,
+# and rank 1 lost its connection to it.
 # In a real epoch the mismatch goes on for every remaining step, and the hang comes at the end.
 #
 # Validation through the DDP model on rank 0 only is the classic form of the pitfall: DDP's
@@ -237,7 +271,7 @@ assert "Rank 1 failed to pass monitoredBarrier in 1000 ms" in report
 def detail_mode(rank, world_size):
     dist.set_debug_level(dist.DebugLevel.DETAIL)
     try:
-        group = group_with_short_timeout(datetime.timedelta(seconds=30))
+        group = group_with_short_timeout(LONG, LONG)
         start = time.monotonic()
         with expect_raises(RuntimeError, "Detected mismatch between collectives", show=False) as c:
             if rank == 0:
@@ -270,7 +304,7 @@ assert "OpType=BARRIER" in detail[0][0] and "OpType=ALLREDUCE" in detail[1][0]
 
 
 def save_then_wait_fixed(rank, world_size):
-    group = group_with_short_timeout(datetime.timedelta(seconds=30))
+    group = group_with_short_timeout(LONG, LONG)
     if rank == 0:
         pass  # ... torch.save(ddp_model.module.state_dict(), path) ...
     dist.barrier(group=group)  # every rank
@@ -290,7 +324,7 @@ assert fixed == [1.5, 1.5]
 
 
 def skip_together(rank, world_size):
-    group = group_with_short_timeout(datetime.timedelta(seconds=30))
+    group = group_with_short_timeout(LONG, LONG)
     torch.manual_seed(0)
     model = DDP(nn.Linear(1, 1, bias=False), process_group=group)
     gradients = []
