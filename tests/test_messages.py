@@ -375,6 +375,15 @@ def _trace_branch(check: bool):
         torch.jit.trace(scale, torch.zeros(2), check_inputs=others)
 
 
+def _script_function():
+    """jit-trace-control-flow: torch.jit.script, deprecated in favour of torch.compile/export."""
+
+    def double(x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+    torch.jit.script(double)
+
+
 def _compile_print_fullgraph():
     """compile-graph-breaks: print inside a function compiled with fullgraph=True."""
 
@@ -397,6 +406,7 @@ def _manual_step_out_of_place():
 
 
 PRODUCERS = [
+    _script_function,
     lambda: nn.Linear(2, 2).weight.grad.zero_(),
     # autograd
     lambda: torch.ones(2, requires_grad=True).add_(1),

@@ -178,7 +178,7 @@ assert error_row1 < 0.01 and fixed16[2].isnan().any()
 # float16) hides the problem rather than solving it: the clamped value is wrong.
 #
 # What ``GradScaler`` fixes, and what it does not
-# ----------------------------------------------
+# -----------------------------------------------
 #
 # ``torch.amp.GradScaler`` multiplies the loss by a large scale so that small gradients do not
 # underflow in float16 (:ref:`amp-unscale-before-clip`).

@@ -226,7 +226,7 @@ assert torch.equal(shards, group_norm(batch))
 
 # %%
 # A real-world report: "different accuracy with a different number of GPUs"
-# ------------------------------------------------------------------------
+# -------------------------------------------------------------------------
 #
 # A user training a segmentation network found that its Dice score changed by 2 to 4 points with
 # the number of GPUs, everything else, seeds included, being equal

@@ -304,7 +304,7 @@ assert by_default == 2 and marked == 1
 #
 # The mode of every submodule is guarded too: dropout and batch normalization run other code in
 # training and in evaluation, so each mode needs a graph of its own.
-# A loop that validates after every epoch, in ``eval()`` mode under :func:`torch.no_grad`:
+# A loop that validates after every epoch, in ``eval()`` mode under :class:`torch.no_grad`:
 
 classifier = nn.Sequential(
     nn.Linear(8, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Dropout(0.1), nn.Linear(16, 1)
