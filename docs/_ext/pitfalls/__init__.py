@@ -62,6 +62,7 @@ def setup(app):
     app.connect("builder-inited", downloads.write_downloads_of_build)
     app.connect("builder-inited", cards.draw_cards)  # after: a page's first figure is its card
     app.connect("builder-inited", figures.render_figures_of_build)
+    app.connect("builder-inited", gallery.freeze_heap, priority=900)  # after everything above
 
     # -- Each page as it is read (doctree-read) --------------------------------------------------
     # Priority 400, before Sphinx's own collectors (500): Sphinx copies the downloads the links
@@ -86,6 +87,7 @@ def setup(app):
 
     # -- Once every page is read, and when writing ------------------------------------------------
     app.connect("env-updated", search.write_scorer)
+    app.connect("env-updated", gallery.freeze_heap, priority=900)
     app.connect("env-updated", search.keep_index_entries_in_search)
     app.connect("env-check-consistency", indexes.check)
     app.connect("doctree-resolved", indexes.resolve_index_links)

@@ -73,6 +73,23 @@ def reset_example(gallery_conf, fname, when) -> None:
         gc.freeze()
 
 
+def freeze_heap(app, *args) -> None:
+    """Take what the build holds out of the garbage collector's sight, once the examples have run
+    (``builder-inited``) and once every page is read (``env-updated``).
+
+    Collects, then moves every object still alive (torch, Sphinx, the environment: they live
+    until the build ends) to the permanent generation (:func:`gc.freeze`), which collections
+    skip; and collects less often (:func:`gc.set_threshold`: 50 000 allocations for the youngest
+    generation instead of 700): reading and writing the pages creates millions of short-lived
+    nodes. Measured with :data:`gc.callbacks` on a clean Chinese build of 100 pages: 12 771
+    collections took 17.5 s of 39.4 s of CPU time; with both, 1 471 took 3.7 s of 30.5 s, for a
+    peak memory of 0.8 GB. The examples run before, with the interpreter's defaults.
+    """
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(50_000, 50, 100)
+
+
 def inputs_digest() -> str:
     """Hash of what example outputs depend on besides the example file itself.
 
