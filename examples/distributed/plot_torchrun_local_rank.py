@@ -101,7 +101,12 @@ try:
 finally:
     scratch.cleanup()
 
-worker_line = re.compile(r"^LOCAL_RANK=.*|.*error: unrecognized arguments: .*", re.MULTILINE)
+# The launchers relay their workers' output, and two workers' lines can arrive run together:
+# each record is read on its own, wherever the line breaks fall.
+worker_line = re.compile(
+    r"LOCAL_RANK=\d+ (?:argv=\[[^\]]*\]|args\.local_rank=\d+)"
+    r"|\S+: error: unrecognized arguments: --local-rank=\d+"
+)
 seen = {}
 for name, result in results.items():
     seen[name] = sorted(worker_line.findall(result.stdout + result.stderr))
