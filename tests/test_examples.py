@@ -39,3 +39,28 @@ def test_every_heading_underline_is_as_long_as_its_title(slug):
                 f"{example_path(slug)}:{number}: underline of {len(underline)} for a title of "
                 f"{len(title)} characters: {title!r}"
             )
+
+
+#: Bold or italic text holding a literal or a role: reST does not nest inline markup, so the page
+#: shows the backticks and colons as text (the browser tests find it on the built site).
+NESTED_MARKUP = re.compile(r"(\*\*|(?<![*\w])\*(?=\S))((?:(?!\1).)+?)\1", re.S)
+
+
+def nested_markup(text: str) -> list[str]:
+    """Bold or italic spans of ``text`` that hold a literal or a role.
+
+    >>> nested_markup("**Call ``model(x)``, not forward.** Then *read ``x``*, but ``*a*``.")
+    ['**Call ``model(x)``, not forward.**', '*read ``x``*']
+    """
+    text = re.sub(r"``.*?``", lambda m: m[0] if "*" not in m[0] else "``x``", text, flags=re.S)
+    return [m[0] for m in NESTED_MARKUP.finditer(text) if re.search(r"``|:\w+:`", m[2])]
+
+
+@pytest.mark.parametrize("slug", all_slugs())
+def test_no_literal_or_role_inside_bold_or_italic(slug):
+    source = example_path(slug).read_text(encoding="utf-8")
+    blocks = re.findall(r"^# %%\n((?:#.*\n)+)", source, flags=re.M)
+    prose = "\n\n".join(re.sub(r"^# ?", "", block, flags=re.M) for block in blocks)
+    docstring = source.split('"""')[1]
+    found = nested_markup(prose) + nested_markup(docstring)
+    assert not found, f"{example_path(slug)}: markup inside bold or italic shows as text: {found}"

@@ -544,6 +544,8 @@ def stray_spaces_at_references(text: str, titles: dict[str, str]) -> list[str]:
     ['见 :ref:`a`', ':ref:`a` 展']
     >>> stray_spaces_at_references("见\\ :ref:`a`，用 :ref:`b`", {"a": "梯度", "b": "CUDA 计时"})
     []
+    >>> stray_spaces_at_references("见\\ :ref:`b`", {"b": "``GradScaler`` 与梯度裁剪"})
+    ['见\\ :ref:`b`']
     """
     found = []
     for match in PAGE_REF.finditer(text):
@@ -558,7 +560,21 @@ def stray_spaces_at_references(text: str, titles: dict[str, str]) -> list[str]:
             found.append(before[-2:] + match[0])
         if after[:1] == " " and CJK_CHAR.match(after[1:2] or "a") and CJK_CHAR.match(shown[-1]):
             found.append(match[0] + after[:2])
+        # The other way round: an escaped space (no space shown) between Chinese text and a
+        # title that begins or ends with Latin letters or digits, where the page needs a space.
+        latin_start, latin_end = LATIN_EDGE.match(shown), LATIN_EDGE.match(shown[::-1])
+        if before.endswith("\\ ") and IDEOGRAPH.match(before[-3:-2] or "a") and latin_start:
+            found.append(before[-3:] + match[0])
+        if after[:2] == "\\ " and IDEOGRAPH.match(after[2:3] or "a") and latin_end:
+            found.append(match[0] + after[:3])
     return found
+
+
+#: A title's first (or, reversed, last) character as shown: a letter or digit, after any literal
+#: or emphasis markup.
+LATIN_EDGE = re.compile(r"[`*]*[A-Za-z0-9]")
+#: A Chinese character, not punctuation: full-width punctuation needs no space on either side.
+IDEOGRAPH = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 
 
 EXAMPLE_CATALOGS = [path for path in CATALOGS if "auto_examples" in path.parts]
@@ -572,7 +588,10 @@ def test_no_space_between_chinese_and_a_page_title(path):
         for entry in polib.pofile(str(path)).translated_entries()
         for found in stray_spaces_at_references(entry.msgstr, titles)
     ]
-    assert not problems, "use a reST escaped space (\\ ) instead:\n" + "\n".join(problems)
+    assert not problems, (
+        "between Chinese text and a Chinese title use a reST escaped space (\\ ); before or "
+        "after a title that begins or ends in Latin letters, a plain space:\n" + "\n".join(problems)
+    )
 
 
 def test_stray_spaces_at_references_are_found():
@@ -585,6 +604,7 @@ def test_stray_spaces_at_references_are_found():
     assert stray_spaces_at_references("见 :ref:`梯度累积 <a>`", titles) == [
         "见 :ref:`梯度累积 <a>`"
     ]
+    assert stray_spaces_at_references("见\\ :ref:`b`，和\\ :ref:`a`", titles) == ["见\\ :ref:`b`"]
 
 
 #: A named link whose text ends with a Chinese character, then a space and a Chinese character:

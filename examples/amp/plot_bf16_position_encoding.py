@@ -183,6 +183,7 @@ ax.plot(range(1000, 1064), cos_bf16[window, 0].float().cpu(), label="model.to(bf
 ax.plot(range(1000, 1064), matmul_cos[window, 0].cpu(), ":", label="matmul under autocast")
 ax.set_xlabel("position")
 ax.set_ylabel("cos(position × first frequency)")
+ax.set_title("Positions 1000-1063: bfloat16 rotations come in steps")
 ax.legend(loc="lower left", fontsize="small")
 fig.tight_layout()
 

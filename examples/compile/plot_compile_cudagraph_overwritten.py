@@ -169,9 +169,9 @@ assert not torch.equal(kept[0], expected[0]) and torch.equal(kept[0], expected[3
 # The fix
 # -------
 #
-# **Copy what you keep past the next call out of the graph's memory: ``.clone()`` it (or move
-# it with ``.cpu()``, or turn it into a number with ``.item()``), outside the compiled
+# **Copy what you keep past the next call out of the graph's memory, outside the compiled
 # function.**
+# ``.clone()`` it, move it with ``.cpu()``, or turn it into a number with ``.item()``.
 # In the model of a replay:
 
 kept = [replay(batch).clone() for batch in batches]

@@ -189,7 +189,7 @@ for world_size in (1, 2, 3, 4):
 assert set(unpadded.values()) == {Fraction(5, 7)}
 
 # %%
-# *Or keep ``DistributedSampler`` and drop the padding.* The padding is always the end of the
+# *Or keep the sampler and drop the padding.* The padding is always the end of the
 # padded list: rank ``r``'s ``i``-th index sits at position ``i * num_replicas + r`` of it, and is
 # padding when that position is ``len(dataset)`` or more, with or without shuffling.
 # Two real processes of a gloo process group on this CPU (:func:`~torch_pitfalls.run_ranks`)

@@ -69,8 +69,9 @@ print(
 )
 
 # %%
-# **With 2 samples per rank, every normalised feature is +1 or -1 (up to ``eps``): all that is
-# left of it is which of the two samples is larger.**
+# **With 2 samples per rank, every normalised feature is +1 or -1: all that is left of it is
+# which of the two samples is larger.**
+# (Exactly so but for ``eps``.)
 # Over the whole batch, the same feature keeps its values.
 
 assert torch.allclose(per_rank.abs(), torch.ones_like(per_rank), atol=0.01)

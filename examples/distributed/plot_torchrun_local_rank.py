@@ -115,9 +115,10 @@ for name, result in results.items():
         print("   ", line.strip())
 
 # %%
-# **Under torch.distributed.launch the script stops: each process received ``--local-rank=N``,
-# with a hyphen, which its parser does not know. Under torchrun it runs, and both processes get
-# ``args.local_rank == 0``, the default: both would use GPU 0.**
+# **Under torch.distributed.launch the script stops; under torchrun it runs, but every process
+# reads the default local rank, 0: both would use GPU 0.**
+# The launcher gave each process ``--local-rank=N``, with a hyphen, which its parser does not
+# know; torchrun gives none, so ``args.local_rank == 0`` in both processes.
 # Only the environment variable ``LOCAL_RANK`` is right under both.
 
 assert results["torchrun"].returncode == 0
@@ -178,8 +179,8 @@ assert old_parser.parse_known_args(["--local-rank=1"]) == (
 # The fix
 # -------
 #
-# **Read the local rank from the environment, ``int(os.environ["LOCAL_RANK"])``: both launchers
-# set it.**
+# **Read the local rank from the environment variable LOCAL_RANK: both launchers set it.**
+# ``local_rank = int(os.environ["LOCAL_RANK"])``.
 # The first line each process printed above shows ``LOCAL_RANK`` correct under both launchers.
 # Start the job with ``torchrun``, and drop the ``--local_rank`` option; a script that must also
 # accept the argument from ``torch.distributed.launch`` on any release declares both spellings,
