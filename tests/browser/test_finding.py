@@ -29,7 +29,7 @@ FIRST_RESULTS = [
     ("set_epoch", "distributed/plot_sampler_set_epoch"),
     ("ModuleList", "modules/plot_modulelist_vs_list"),
     ("register_buffer", "modules/plot_register_buffer"),
-    ("clip_grad_norm_", "optim/plot_clip_grad_placement"),  # where to clip; the AMP page: unscale first
+    ("clip_grad_norm_", "optim/plot_clip_grad_placement"),  # the AMP page: unscale first
     ("log_softmax", "tensors/plot_softmax_dim"),
     ("torch.no_grad", "autograd/plot_no_grad_evaluation"),
     ("empty_cache", "performance/plot_caching_allocator"),
