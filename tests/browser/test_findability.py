@@ -35,13 +35,15 @@ KINDS = ("error", "symptom", "api")
 TARGETS = {"en": (0.90, 0.97), "zh_CN": (0.85, 0.97)}
 #: The measured level, per language: (rank 1, top 3). A ratchet for a given set of queries and
 #: pages: raise it, never lower it. Adding pages and their queries measures a new level, set here
-#: with the old set's level in the commit (82 pages, December 2026: the 325 queries of sets 1-2
-#: rank en 93.7% / 97.5%, zh 91.0% / 97.6%; with the 159 queries of the 21 new pages, below;
-#: one English query moves between rank 1 and 2 as the pages' texts change: 89.5% to 90.0%).
-FLOORS = {"en": (0.895, 0.974), "zh_CN": (0.889, 0.967)}
+#: with the old set's level in the commit. 100 pages, December 2026: the 484 queries of sets 1-3
+#: rank en 87.9% / 96.2%, zh 88.6% / 95.9% (at 82 pages: 89.5% / 97.5%, 89.0% / 96.7%: the 18 new
+#: pages take rank 1 from older pages for some queries); all 607 queries, with the 123 of the new
+#: pages and variants, below.
+FLOORS = {"en": (0.873, 0.963), "zh_CN": (0.885, 0.967)}
 #: The error index, searched with Ctrl+F: the share of pasted first lines that reach their page
-#: (sets 1-2 alone: 86.4%).
-ERROR_INDEX_FLOOR = 0.828
+#: (sets 1-2 alone: 86.4%; sets 1-3 at 100 pages: at least 82.8%; all 607 queries: 77.7%, most
+#: of the misses CUDA-only messages that no page prints on this machine, issue 28).
+ERROR_INDEX_FLOOR = 0.776
 
 #: Runs one query through the search page's code; returns the docnames in the displayed order.
 RANK_JS = """
