@@ -53,10 +53,19 @@ print(f"device: {device} (the launchers start CPU processes here), PyTorch {torc
 
 TRAIN = textwrap.dedent(
     """\
-    import argparse, os, sys
+    import argparse, os, sys, time
 
     line = f"LOCAL_RANK={os.environ['LOCAL_RANK']} argv={sys.argv[1:]}"
     print(line, flush=True)
+    # (for this page: once one process fails, its launcher stops the others; each waits up to
+    # 5 s until its launcher's processes, children of one parent, have all printed their line)
+    here, group = os.path.dirname(os.path.abspath(__file__)), f"printed-{os.getppid()}-"
+    open(os.path.join(here, group + os.environ["LOCAL_RANK"]), "w").close()
+    for _ in range(500):
+        printed = [name for name in os.listdir(here) if name.startswith(group)]
+        if len(printed) >= int(os.environ["LOCAL_WORLD_SIZE"]):
+            break
+        time.sleep(0.01)
     parser = argparse.ArgumentParser()
     parser.add_argument("--local_rank", type=int, default=0)
     args = parser.parse_args()
