@@ -253,3 +253,22 @@ def test_the_answer_box_labels_are_in_the_template_that_feeds_the_catalog():
     template = (ROOT / "docs" / "_templates" / "answer-strings.html").read_text(encoding="utf-8")
     listed = set(re.findall(r'\{\{ _\("(.*)"\) \}\}', template))
     assert set(answer_first._labels_english()) == listed
+
+
+def test_persistent_workers_an_example_leaves_are_stopped_cleanly_before_the_collection():
+    from torch.utils.data import DataLoader
+
+    namespace = {}  # an example's globals: a reference cycle, freed only by the collector
+    namespace["loader"] = DataLoader(
+        list(range(8)), batch_size=2, num_workers=2, timeout=60, persistent_workers=True
+    )
+    namespace["self"] = namespace
+    assert [batch.tolist() for batch in namespace["loader"]][0] == [0, 1]
+    workers = list(namespace["loader"]._iterator._workers)
+    del namespace
+
+    assert gallery.stop_persistent_workers() >= 1
+    # Exit status 0: each worker received its stop message and returned; a worker that waited
+    # out the join timeout is terminated instead (exit status -SIGTERM).
+    assert [worker.exitcode for worker in workers] == [0, 0]
+    assert gallery.stop_persistent_workers() == 0  # stopped iterators are not stopped again
