@@ -240,6 +240,34 @@ def test_an_error_caught_inside_the_block_is_noted_by_the_torch_function():
     assert caught.__notes__ == [note_of(guard, "retain-graph")]
 
 
+@pytest.mark.parametrize("how", ["from", "during"])
+def test_an_error_that_another_error_wraps_is_noted_when_the_wrapper_leaves(how):
+    # a training framework catches the error and raises its own: the traceback prints both
+    def step():
+        try:
+            leaf_in_place()  # an in-place operation: not a function the guards watch
+        except RuntimeError as error:
+            if how == "from":
+                raise ValueError("the training step failed") from error
+            raise ValueError("the training step failed")  # noqa: B904 (implicit chaining)
+
+    with pytest.raises(ValueError) as caught, run() as guard:
+        step()
+    cause = caught.value.__cause__ if how == "from" else caught.value.__context__
+    assert cause.__notes__ == [note_of(guard, "leaf-inplace-init")]
+    assert not hasattr(caught.value, "__notes__")  # not one of PyTorch's messages
+
+
+def test_an_error_of_an_unwatched_operation_caught_inside_the_block_has_no_note():
+    # what the Detectors page says: at once only for the functions the guards watch
+    with run():
+        try:
+            leaf_in_place()
+        except RuntimeError as error:
+            caught = error
+    assert not hasattr(caught, "__notes__")
+
+
 def test_each_message_gets_one_note_and_rules_keep_theirs():
     x = torch.ones(4, requires_grad=True)
     with run() as guard, pytest.raises(RuntimeError) as caught:

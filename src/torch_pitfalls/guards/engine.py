@@ -122,6 +122,20 @@ class _Mode:
                 warnings.warn = _warned_by
 
 
+def _chain(error: BaseException) -> list[Exception]:
+    """``error`` and the errors the traceback prints above it: its ``__cause__`` (``raise … from``)
+    or else its ``__context__`` (raised while handling), as far as they go; each once."""
+    chain: list[Exception] = []
+    seen: set[int] = set()
+    link: BaseException | None = error
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        if isinstance(link, Exception):
+            chain.append(link)
+        link = link.__cause__ or (None if link.__suppress_context__ else link.__context__)
+    return chain
+
+
 class Guards(Hooks, Notes):
     """The runtime guards, as a context manager (usually made by ``torch_pitfalls.guards(...)``).
 
@@ -354,8 +368,9 @@ class Guards(Hooks, Notes):
             if self._stack is not None:
                 if error is None:
                     self._settle_eval_forwards(None)
-                elif isinstance(error, Exception):  # an error raised outside a torch function
-                    self.add_note(error)
+                elif isinstance(error, Exception):
+                    for link in _chain(error):  # the error, and the errors it was raised from
+                        self.add_note(link)
         finally:
             self._close()
 
