@@ -82,3 +82,21 @@ def test_the_tree_check_names_what_differs(tmp_path):
     assert any("no [pages.not-in-catalog]" in p for p in problems)
     assert any("[pages.retain-graph]: no autograd/plot_retain_graph.py" in p for p in problems)
     assert any("topic 'devices': no folder" in p for p in problems)
+
+
+def test_every_page_names_its_detectors_or_says_why_none_can_be_precise():
+    # the box at the top of each page shows the page's rules, else the catalog's reason
+    from torch_pitfalls import rules
+
+    with_rules = {rule.slug for rule in rules.RULES}
+    missing = [p.slug for p in catalog.pages() if p.slug not in with_rules and not p.no_detector]
+    both = [p.slug for p in catalog.pages() if p.slug in with_rules and p.no_detector]
+    assert not missing, f"no rule and no no_detector reason: {missing}"
+    assert not both, f"rules, and a no_detector reason that says there are none: {both}"
+
+
+def test_a_reason_in_one_language_only_is_refused():
+    text = '[[topics]]\nname = "t"\ncolour = "#000"\nsign = "x"\n[pages.a-page]\ntopic = "t"\n'
+    with pytest.raises(ValueError, match="no_detector needs both languages"):
+        catalog.parse(text + 'no_detector = "the data decides"\n')
+    assert catalog.parse(text + 'no_detector = "x"\nno_detector_zh = "由数据决定"\n').pages

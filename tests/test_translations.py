@@ -289,6 +289,30 @@ def test_rule_texts_follow_the_glossary():
     assert not problems, "\n".join(problems)
 
 
+def test_catalog_record_chinese_follows_the_glossary_and_typography():
+    """The catalog's Chinese sentences (``no_detector_zh`` of pages.toml, shown in each page's
+    box) are written in the record, not in a .po catalog: the catalogs' checks apply."""
+    import autocorrect_py
+    import opencc
+
+    from torch_pitfalls import catalog
+
+    to_simplified = opencc.OpenCC("t2s")
+    problems = []
+    for page in catalog.pages():
+        if not page.no_detector_zh:
+            continue
+        text = page.no_detector_zh
+        problems += [f"{page.slug}: {p}" for p in glossary_problems(page.no_detector, text)]
+        if to_simplified.convert(text) != text:
+            problems.append(f"{page.slug}: Traditional characters in {text[:60]!r}")
+        if autocorrect_py.format(prose(text)) != prose(text):
+            problems.append(f"{page.slug}: typography: {prose(text)[:60]!r}")
+        if not CJK_TEXT.search(text):
+            problems.append(f"{page.slug}: no Chinese in {text!r}")
+    assert not problems, "\n".join(problems)
+
+
 CJK_TEXT = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 PYTHON_WITH_CHINESE = sorted(
     [

@@ -35,6 +35,10 @@ LABELS = {
     "symptom": "Symptom:",
     "fix": "Fix:",
     "explained": "Why, and the whole fix:",
+    "detectors": "Detectors:",
+    "no detector": "none, because",
+    "lint": "static check",
+    "guard": "runtime check",
 }
 #: The sections the box links to, by their ids (the English titles of the catalog's arc).
 SYMPTOM_SECTION = "the-symptom"
@@ -102,6 +106,38 @@ def _link(anchor: str, text: str, *children):
     return nodes.reference("", text, *children, internal=True, refuri=f"#{anchor}")
 
 
+def _detectors(docname: str, slug: str, language: str, labels: dict, space: str):
+    """The box's line on the detectors: the page's rules, each linked to its row of the Detectors
+    page's rule table, else the catalog's reason why no rule can be precise (``no_detector``)."""
+    from docutils import nodes
+
+    from torch_pitfalls import rules
+
+    from .common import ref
+    from .tables import rule_label
+
+    line = nodes.paragraph(classes=["pitfalls-answer-detectors"])
+    line += nodes.strong("", labels["detectors"])
+    line += nodes.Text(space)
+    mine = [rule for rule in rules.RULES if rule.slug == slug]
+    if mine:
+        for i, rule in enumerate(mine):
+            if i:
+                line += nodes.Text("，" if language != "en" else ", ")
+            link = ref(docname, rule_label(rule.id), rule.id)
+            link.children = [nodes.literal(rule.id, rule.id)]
+            line += link
+            kind = labels["lint" if rule.kind == "lint" else "guard"]
+            line += nodes.Text(f"（{kind}）" if language != "en" else f" ({kind})")
+    else:
+        record = catalog.page(slug)
+        reason = record.no_detector_zh if language != "en" else record.no_detector
+        line += nodes.emphasis("", labels["no detector"])
+        line += nodes.Text(space)
+        line += _inline(reason)
+    return line
+
+
 def add_box(app, doctree) -> None:
     """doctree-read: put the box after the title of a gallery page."""
     from docutils import nodes
@@ -155,6 +191,7 @@ def add_box(app, doctree) -> None:
     code = nodes.literal_block(snippet.code, snippet.code, classes=["pitfalls-answer-code"])
     code["language"] = "pycon"
     box += code
+    box += _detectors(app.env.docname, slug, language, labels, space)
     target = next((s for s in FIX_SECTIONS if s in ids), None)
     if target:
         down = nodes.paragraph(classes=["pitfalls-answer-more"])

@@ -120,6 +120,10 @@ class Page:
         messages: PyTorch's errors and warnings it explains, each a ``dict`` with ``kind``,
             ``category``, ``pattern`` and optionally ``rule`` and ``until``
             (:mod:`torch_pitfalls.messages` reads them).
+        no_detector: for a page that no rule of the detectors finds, why none can be precise
+            (one sentence, English); the box at the top of the page shows it, or the page's
+            rules (:mod:`torch_pitfalls.rules`) where it has some.
+        no_detector_zh: the same in Chinese.
     """
 
     slug: str
@@ -129,6 +133,8 @@ class Page:
     related: tuple[str, ...] = ()
     symptoms: tuple[str, ...] = ()
     messages: tuple[dict, ...] = ()
+    no_detector: str = ""
+    no_detector_zh: str = ""
 
     @property
     def stem(self) -> str:
@@ -228,6 +234,8 @@ def parse(text: str, source: str = "pages.toml") -> Catalog:
         for symptom in record.get("symptoms", ()):
             if symptom not in symptom_ids:
                 problems.append(f"[pages.{slug}]: symptom {symptom!r} is not a [[symptoms]]")
+        if bool(record.get("no_detector")) != bool(record.get("no_detector_zh")):
+            problems.append(f"[pages.{slug}]: no_detector needs both languages")
         for message in record.get("messages", ()):
             if message.get("kind") not in MESSAGE_KINDS or not message.get("category"):
                 problems.append(f"[pages.{slug}]: a message needs a kind and a category")
