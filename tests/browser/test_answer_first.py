@@ -26,7 +26,18 @@ def test_every_pitfall_page_opens_with_the_answer(page, site_url, language):
         assert box.locator(".pitfalls-answer-symptom").count() == 1, path
         assert box.locator(".pitfalls-answer-fix").count() == 1, path
         assert box.locator("div.highlight pre").inner_text().startswith(">>> "), path
-        hrefs = box.locator("p a").evaluate_all("links => links.map(a => a.getAttribute('href'))")
+        detectors = box.locator(".pitfalls-answer-detectors")
+        assert detectors.count() == 1, path
+        rule_links = detectors.locator("a").evaluate_all(
+            "links => links.map(a => a.getAttribute('href'))"
+        )
+        for href in rule_links:  # each rule: its row of the Detectors page's rule table
+            assert re.fullmatch(r"(\.\./)+detectors\.html#rule-tp\d{3}", href), (path, href)
+        if not rule_links:
+            assert detectors.locator("em").count() == 1, path  # "none, because …"
+        hrefs = box.locator("p:not(.pitfalls-answer-detectors) a").evaluate_all(
+            "links => links.map(a => a.getAttribute('href'))"
+        )
         for href in hrefs:
             anchor = href.removeprefix("#")
             assert href.startswith("#") and page.locator(f"[id='{anchor}']").count() == 1, path
