@@ -224,7 +224,7 @@ def test_too_deep_for_python(tmp_path, name, source, error):
 def test_recursion_in_the_checker(tmp_path, monkeypatch):
     """Should the analysis still run out of stack, the file is reported, not the run ended."""
 
-    def too_deep(tree, active, source=""):
+    def too_deep(tree, active, source="", fixes=None):
         raise RecursionError("maximum recursion depth exceeded")
 
     monkeypatch.setattr(lint.check, "_analyse", too_deep)

@@ -9,7 +9,7 @@ import os
 import sys
 import tokenize
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from torch_pitfalls import rules
 from torch_pitfalls.lint.context import Context
@@ -61,6 +61,9 @@ class Finding:
         cell: in a notebook, the cell's number, from 1, counting every cell (markdown ones
             too), as ruff and Jupyter number them; ``line`` is then the line in that cell.
             0 for a Python file.
+        fix: the edits of the rule's safe fix (:class:`torch_pitfalls.rules.Edit`, lines and
+            columns of the checked source), or None when the rule has no fix for this finding
+            (and in a notebook).
     """
 
     path: str
@@ -69,6 +72,7 @@ class Finding:
     rule: str
     message: str
     cell: int = 0
+    fix: tuple[rules.Edit, ...] | None = field(default=None, compare=False, repr=False)
 
     def _key(self) -> tuple:
         return (self.path, self.cell, self.line, self.col, self.rule, self.message)
@@ -295,11 +299,15 @@ def _describer(language: str | None, base_url: str | None):
 
 def _findings(tree: ast.AST, source: str, path: str, active, describe) -> list[Finding]:
     """The sorted findings of one parsed module, noqa applied."""
+    fixes: dict[tuple[int, int, str], tuple[rules.Edit, ...]] = {}
     with _deep_recursion():
-        found = _analyse(tree, active, source)
+        found = _analyse(tree, active, source, fixes)
     if found and "noqa" in source.lower():
         found = without_noqa(found, source)
-    return sorted(Finding(path, line, col + 1, id_, describe(id_)) for line, col, id_ in found)
+    return sorted(
+        Finding(path, line, col + 1, id_, describe(id_), fix=fixes.get((line, col, id_)))
+        for line, col, id_ in found
+    )
 
 
 # The analysis --------------------------------------------------------------------------------
@@ -318,14 +326,24 @@ def _deep_recursion() -> Iterator[None]:
         sys.setrecursionlimit(previous)
 
 
-def _analyse(tree: ast.AST, active: frozenset[str], source: str = "") -> list[tuple[int, int, str]]:
-    """Every ``(line, column from 0, rule id)`` of the active rules, noqa not applied."""
+def _analyse(
+    tree: ast.AST, active: frozenset[str], source: str = "", fixes: dict | None = None
+) -> list[tuple[int, int, str]]:
+    """Every ``(line, column from 0, rule id)`` of the active rules, noqa not applied; with
+    ``fixes``, the edits of each finding that its rule can fix (``fix(context)``) are put there,
+    by ``(line, column from 0, rule id)``."""
     if not active:
         return []
     context = Context.of(tree, source)
-    return [
-        (line, col, found.id)
-        for found in rules.RULES
-        if found.id in active
-        for line, col in found.module.check(context)
-    ]
+    found = []
+    for rule in rules.RULES:
+        if rule.id not in active:
+            continue
+        mine = [(line, col, rule.id) for line, col in rule.module.check(context)]
+        found += mine
+        if fixes is not None and mine and hasattr(rule.module, "fix"):
+            at = set(mine)
+            for fix in rule.module.fix(context):
+                if (fix.line, fix.col, rule.id) in at and fix.edits:
+                    fixes[(fix.line, fix.col, rule.id)] = tuple(fix.edits)
+    return found

@@ -16,6 +16,7 @@ from torch_pitfalls.lint.check import (
     check_paths,
     static_ids,
 )
+from torch_pitfalls.lint.formats import ERROR_TITLES, FORMATS, render
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,7 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.explain is not None:
         try:
-            text = rules.explain(args.explain.strip().upper(), language=args.language)
+            text = rules.explain(
+                args.explain.strip().upper(), language=args.language, base_url=args.base_url
+            )
         except (KeyError, ValueError) as error:
             parser.error(str(error).strip("'\""))
         if hasattr(sys.stdout, "reconfigure"):
@@ -71,8 +74,9 @@ def main(argv: list[str] | None = None) -> int:
         active = _active_rules(args.select, args.ignore or (), args.enable or ())
         print(statistics(by_path, active, language=language))
     else:
-        for finding in findings:
-            print(finding)
+        text = render(findings, args.output_format, language=language, base_url=args.base_url)
+        if text:
+            print(text)
     if any(f.rule in (PARSE_ERROR, READ_ERROR) for f in findings):
         return 2
     return 1 if findings else 0
@@ -114,7 +118,7 @@ def statistics(
             counts[finding.rule][path] += 1
     errors = sorted(i for i in counts if i in (PARSE_ERROR, READ_ERROR))
     ids = [*sorted(set(active)), *errors]
-    titles = {PARSE_ERROR: _ERROR_TITLES[PARSE_ERROR], READ_ERROR: _ERROR_TITLES[READ_ERROR]}
+    titles = ERROR_TITLES
     total = 0
     lines = []
     for rule_id in ids:
@@ -130,12 +134,6 @@ def statistics(
             cells = "  ".join(f"{counts.get(i, {}).get(path, 0):>5}" for i in ids)
             lines.append(f"{path:<{width}}  {cells}")
     return "\n".join(lines)
-
-
-_ERROR_TITLES = {
-    PARSE_ERROR: "files that could not be parsed (not checked)",
-    READ_ERROR: "files that could not be read (not checked)",
-}
 
 
 # The command line ----------------------------------------------------------------------------
@@ -197,6 +195,14 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--ignore", type=_id_list, metavar="IDS", help="do not run these rules")
     parser.add_argument(
         "--enable", type=_id_list, metavar="IDS", help="also run these opt-in rules (TP104)"
+    )
+    parser.add_argument(
+        "--output-format",
+        choices=FORMATS,
+        default="text",
+        help="how findings are printed: text (path:line:col: ID message → URL, the default), "
+        "json (a list of objects), sarif (SARIF 2.1.0, for code scanning), github (GitHub "
+        "Actions annotations)",
     )
     parser.add_argument(
         "--statistics",

@@ -67,4 +67,4 @@ def in_cell(finding: Finding, cells: list[tuple[int, int]]) -> Finding:
         return finding
     index = min(max(finding.line, 1), len(cells)) - 1  # a SyntaxError may point past the end
     cell, line = cells[index]
-    return dataclasses.replace(finding, cell=cell, line=line)
+    return dataclasses.replace(finding, cell=cell, line=line, fix=None)

@@ -1,0 +1,231 @@
+"""The static checker's command line as a tool people adopt: output formats (text, JSON, SARIF,
+GitHub annotations), exit codes, ``--explain``, configuration in ``pyproject.toml``, ``--fix`` and
+``--diff``, and notebooks whose continuation lines start with ``%``.
+
+The SARIF output is validated against the SARIF 2.1.0 JSON schema, committed as
+``tests/lint_fixtures/sarif-schema-2.1.0.json`` (OASIS's
+``sarif-2.1/schema/sarif-schema-2.1.0.json`` of github.com/oasis-tcs/sarif-spec, errata 01),
+and checked offline.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from torch_pitfalls import lint, rules
+from torch_pitfalls.lint import formats
+
+HERE = Path(__file__).resolve().parent
+FIXTURES = HERE / "rules" / "fixtures"
+LINT_FIXTURES = HERE / "lint_fixtures"
+STATIC = [r for r in rules.RULES if r.kind == "lint"]
+BASE = "https://example.org/pitfalls"
+
+DROPOUT = "import torch.nn.functional as F\n\nh = F.dropout(x)\n"
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch, tmp_path):
+    """Each test in an empty folder with no pyproject.toml above it that it did not write, and
+    no setting from the environment."""
+    for name in list(os.environ):
+        if name.startswith("TORCH_PITFALLS_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv(rules.LANGUAGE_ENV, "en")
+    monkeypatch.chdir(tmp_path)
+
+
+def run(capsys, *args: str) -> tuple[int, str, str]:
+    """``python -m torch_pitfalls.lint ARGS``, in this process: (status, stdout, stderr)."""
+    try:
+        status = lint.main(["--base-url", BASE, *args])
+    except SystemExit as error:  # argparse's usage errors
+        status = error.code
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# Output formats --------------------------------------------------------------------------------
+
+
+def test_text_format_is_the_default(capsys):
+    write(Path("a.py"), DROPOUT)
+    status, out, _ = run(capsys, "a.py")
+    assert status == 1
+    assert out == f"a.py:3:5: {rules.describe('TP102', language='en', base_url=BASE)}\n"
+    assert run(capsys, "--output-format", "text", "a.py")[1] == out
+
+
+def test_json_format(capsys, tmp_path):
+    write(Path("a.py"), DROPOUT)
+    write(Path("b.py"), "import torch.nn.functional as F\n\nF.cross_entropy(F.softmax(z, 1), t)\n")
+    write(Path("c.py"), "def (:\n")
+    status, out, _ = run(capsys, "--output-format", "json", "--language", "zh_CN", ".")
+    assert status == 2  # c.py cannot be parsed
+    found = json.loads(out)
+    tp102 = rules.rule("TP102")
+    url = rules.page_url(tp102.slug, language="zh_CN", base_url=BASE)
+    assert found[0] == {
+        "code": "TP102",
+        "message": tp102.message["zh_CN"],
+        "filename": os.path.join(".", "a.py"),
+        "cell": None,
+        "location": {"row": 3, "column": 5},
+        "url": url,
+        "fix": None,  # not in a method of an nn.Module: no safe fix
+    }
+    assert [(f["code"], f["location"]["row"]) for f in found] == [
+        ("TP102", 3),
+        ("TP101", 3),
+        ("E999", 1),
+    ]
+    assert found[2]["url"] is None and found[2]["message"].startswith("SyntaxError: ")
+    assert "/zh_CN/" in found[1]["url"]
+
+    clean = write(Path("clean.py"), "import torch\n")
+    assert run(capsys, "--output-format", "json", str(clean)) == (0, "[]\n", "")
+
+
+def test_json_format_in_a_notebook(capsys):
+    cells = [
+        {"cell_type": "markdown", "metadata": {}, "source": ["# Title\n"]},
+        {
+            "cell_type": "code",
+            "metadata": {},
+            "outputs": [],
+            "execution_count": None,
+            "source": DROPOUT,
+        },
+    ]
+    notebook = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": cells}
+    write(Path("n.ipynb"), json.dumps(notebook))
+    status, out, _ = run(capsys, "--output-format", "json", "n.ipynb")
+    (finding,) = json.loads(out)
+    assert status == 1
+    assert (finding["cell"], finding["location"], finding["fix"]) == (
+        2,
+        {"row": 3, "column": 5},
+        None,
+    )
+
+
+def sarif_validator():
+    jsonschema = pytest.importorskip("jsonschema", reason="pinned in the tests extra")
+    schema = json.loads((LINT_FIXTURES / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
+    assert schema["title"] == "Static Analysis Results Format (SARIF) Version 2.1.0 JSON Schema"
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+
+
+def test_sarif_format_is_valid_sarif(capsys):
+    validator = sarif_validator()
+    write(Path("src/model.py"), DROPOUT)
+    write(Path("src/bad name.py"), "def (:\n")
+    notebook = {
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        "metadata": {},
+        "cells": [{"cell_type": "code", "metadata": {}, "source": DROPOUT, "outputs": []}],
+    }
+    write(Path("src/n.ipynb"), json.dumps(notebook))
+    status, out, _ = run(capsys, "--output-format", "sarif", "src")
+    assert status == 2
+    log = json.loads(out)
+    errors = sorted(validator.iter_errors(log), key=str)
+    assert not errors, "\n".join(e.message for e in errors)
+
+    (sarif_run,) = log["runs"]
+    driver = sarif_run["tool"]["driver"]
+    assert driver["name"] == "torch-pitfalls"
+    descriptors = {d["id"]: d for d in driver["rules"]}
+    assert list(descriptors) == [r.id for r in STATIC] + ["E999"]
+    tp102 = descriptors["TP102"]
+    documentation = rules.documentation("TP102", language="en", base_url=BASE)
+    assert tp102["name"] == "functional-dropout-training"
+    assert tp102["shortDescription"]["text"] == rules.rule("TP102").title["en"]
+    assert tp102["fullDescription"]["text"] == documentation["What it does"]
+    assert tp102["help"]["text"] == rules.explain("TP102", language="en", base_url=BASE)
+    assert tp102["helpUri"] == documentation["Page"]
+    assert descriptors["TP104"]["defaultConfiguration"]["enabled"] is False  # opt-in
+
+    results = sarif_run["results"]
+    assert [r["ruleId"] for r in results] == ["E999", "TP102", "TP102"]
+    for result in results:
+        assert driver["rules"][result["ruleIndex"]]["id"] == result["ruleId"]
+    bad, plain, notebook_result = results
+    assert bad["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "src/bad%20name.py"
+    assert plain["locations"][0]["physicalLocation"] == {
+        "artifactLocation": {"uri": "src/model.py"},
+        "region": {"startLine": 3, "startColumn": 5},
+    }
+    assert plain["message"]["text"].endswith(" → " + documentation["Page"])
+    assert "region" not in notebook_result["locations"][0]["physicalLocation"]
+    assert notebook_result["message"]["text"].startswith("cell 1, line 3, column 5: F.dropout")
+
+    write(Path("clean.py"), "import torch\n")
+    status, out, _ = run(capsys, "--output-format", "sarif", "clean.py")
+    log = json.loads(out)
+    assert status == 0 and log["runs"][0]["results"] == []
+    assert not list(validator.iter_errors(log))
+
+
+def test_sarif_validation_can_fail():
+    """The schema does reject a log that breaks it (so the test above can fail)."""
+    validator = sarif_validator()
+    log = formats.as_sarif([lint.Finding("a.py", 0, 1, "TP102", "m → u")], language="en")
+    assert any("startLine" in str(e.path) for e in validator.iter_errors(log))
+
+
+def test_github_format(capsys):
+    write(Path("a,b.py"), DROPOUT)
+    write(Path("c.py"), "import torch.nn.functional as F\nF.dropout(x)  # 100% wrong\n")
+    status, out, _ = run(capsys, "--output-format", "github", "a,b.py", "c.py")
+    assert status == 1
+    message = rules.describe("TP102", language="en", base_url=BASE).removeprefix("TP102 ")
+    assert out.splitlines() == [
+        f"::error title=torch-pitfalls (TP102),file=a%2Cb.py,line=3,col=5::{message}",
+        f"::error title=torch-pitfalls (TP102),file=c.py,line=2,col=1::{message}",
+    ]
+    escaped = formats.as_github([lint.Finding("x.py", 1, 1, "E999", "50%\nnext")])
+    assert escaped == ["::error title=torch-pitfalls (E999),file=x.py,line=1,col=1::50%25%0Anext"]
+
+
+def test_bad_output_format(capsys):
+    status, out, err = run(capsys, "--output-format", "xml", ".")
+    assert status == 2 and out == ""
+    assert "argument --output-format: invalid choice: 'xml'" in err
+    assert all(name in err for name in formats.FORMATS)
+
+
+# --explain -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("language", ["en", "zh_CN"])
+def test_explain(capsys, language):
+    status, out, err = run(capsys, "--explain", "tp102", "--language", language)
+    assert (status, err) == (0, "")
+    found = rules.rule("TP102")
+    assert out.startswith(f"TP102: {found.title[language]} (lint)\n")
+    documentation = rules.documentation("TP102", language=language, base_url=BASE)
+    for name in rules.SECTIONS:
+        assert f"\n{name}\n{'-' * len(name)}\n" in out
+    assert "training=self.training" in out  # the "Use instead" example, from the module
+    url = rules.page_url(found.slug, language=language, base_url=BASE)
+    assert out.endswith(f"\nPage\n----\n{url}\n") and url == documentation["Page"]
+    assert f"/{language}/auto_examples/" in url
+
+
+def test_explain_unknown_id(capsys):
+    status, out, err = run(capsys, "--explain", "TP999")
+    assert status == 2 and out == "" and "unknown rule id 'TP999'" in err
