@@ -229,3 +229,164 @@ def test_explain(capsys, language):
 def test_explain_unknown_id(capsys):
     status, out, err = run(capsys, "--explain", "TP999")
     assert status == 2 and out == "" and "unknown rule id 'TP999'" in err
+
+
+# Exit codes ------------------------------------------------------------------------------------
+
+
+def test_exit_codes(capsys):
+    write(Path("clean.py"), "import torch\n")
+    write(Path("found.py"), DROPOUT)
+    write(Path("broken.py"), "def (:\n")
+    assert run(capsys, "clean.py")[0] == lint.EXIT_CLEAN == 0
+    assert run(capsys, "clean.py", "found.py")[0] == lint.EXIT_FINDINGS == 1
+    assert run(capsys, "found.py", "broken.py")[0] == lint.EXIT_ERROR == 2
+    assert run(capsys, "found.py", "missing.py")[0] == 2  # E902: cannot be read
+    for args in (["--select", "TP999"], ["--language", "fr"], ["--output-format", "xml"], []):
+        status, out, err = run(capsys, *args, *(["found.py"] if args else []))
+        assert (status, out) == (2, ""), args
+        assert "error: " in err
+    status, _, err = run(capsys, "--base-url", "ftp://x", "found.py")
+    assert status == 2 and "must start with http:// or https://" in err
+
+
+def test_exit_codes_in_help(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        lint.main(["--help"])
+    assert exit_.value.code == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "exit status: 0 nothing found; 1 findings" in out
+    assert "2 a usage or configuration error" in out
+
+
+# pyproject.toml --------------------------------------------------------------------------------
+
+TWO_RULES = (
+    "import torch.nn.functional as F\n"
+    "\n"
+    "h = F.dropout(x)\n"  # TP102
+    "y = F.cross_entropy(F.softmax(z, 1), t)\n"  # TP101
+)
+
+
+def codes(out: str) -> list[str]:
+    return [line.split(": ")[1].split()[0] for line in out.splitlines()]
+
+
+def test_config_select_ignore_extend_select(capsys, tmp_path):
+    write(Path("a.py"), TWO_RULES)
+    opt_in = (FIXTURES / "tp104_positive.py").read_text(encoding="utf-8")
+    write(Path("b.py"), opt_in)
+    assert codes(run(capsys, "a.py", "b.py")[1]) == ["TP102", "TP101"]
+
+    write(Path("pyproject.toml"), '[tool.torch-pitfalls]\nselect = ["TP101"]\n')
+    assert codes(run(capsys, "a.py")[1]) == ["TP101"]
+    assert codes(run(capsys, "--isolated", "a.py")[1]) == ["TP102", "TP101"]
+    assert codes(run(capsys, "--select", "TP102", "a.py")[1]) == ["TP102"]  # the options win
+
+    write(Path("pyproject.toml"), '[tool.torch-pitfalls]\nignore = ["tp101"]\n')
+    assert codes(run(capsys, "a.py")[1]) == ["TP102"]
+    assert run(capsys, "--ignore", "TP102", "a.py")[0] == 0  # the options add to the file's
+
+    for key in ("extend-select", "enable"):
+        write(Path("pyproject.toml"), f'[tool.torch-pitfalls]\n{key} = ["TP104"]\n')
+        assert set(codes(run(capsys, "b.py")[1])) == {"TP104"}, key
+
+
+def test_config_found_walking_up(capsys, tmp_path, monkeypatch):
+    write(Path("pyproject.toml"), '[tool.torch-pitfalls]\nignore = ["TP102"]\n')
+    write(Path("pkg/pyproject.toml"), "[project]\nname = 'pkg'\n")  # no table: keep walking
+    write(Path("pkg/sub/a.py"), TWO_RULES)
+    monkeypatch.chdir(tmp_path / "pkg" / "sub")
+    assert codes(run(capsys, "a.py")[1]) == ["TP101"]
+    assert lint.config.discover() == tmp_path / "pyproject.toml"
+
+    write(Path(tmp_path / "other.toml"), '[tool.torch-pitfalls]\nselect = ["TP102"]\n')
+    assert codes(run(capsys, "--config", str(tmp_path / "other.toml"), "a.py")[1]) == ["TP102"]
+
+
+def test_config_output_format(capsys):
+    write(Path("a.py"), DROPOUT)
+    write(Path("pyproject.toml"), '[tool.torch-pitfalls]\noutput-format = "json"\n')
+    status, out, _ = run(capsys, "a.py")
+    assert status == 1 and json.loads(out)[0]["code"] == "TP102"
+    assert run(capsys, "--output-format", "github", "a.py")[1].startswith("::error ")
+
+
+def test_config_per_file_ignores(capsys, tmp_path, monkeypatch):
+    write(
+        Path("pyproject.toml"),
+        "[tool.torch-pitfalls.per-file-ignores]\n"
+        '"tests/**/*.py" = ["TP102"]\n'
+        '"legacy_*.py" = ["TP101", "TP102"]\n'
+        '"src/one.py" = ["TP101"]\n',
+    )
+    for name in ("tests/a.py", "tests/deep/b.py", "src/legacy_c.py", "src/one.py", "src/d.py"):
+        write(Path(name), TWO_RULES)
+    status, out, _ = run(capsys, ".")
+    found = [(line.split(":")[0], line.split(": ")[1].split()[0]) for line in out.splitlines()]
+    assert status == 1
+    assert sorted(found) == sorted(
+        [
+            ("./src/d.py", "TP101"),
+            ("./src/d.py", "TP102"),
+            ("./src/one.py", "TP102"),
+            ("./tests/a.py", "TP101"),
+            ("./tests/deep/b.py", "TP101"),
+        ]
+    )
+    monkeypatch.chdir(tmp_path / "src")  # globs are relative to the file's folder
+    status, out, _ = run(capsys, "one.py", "legacy_c.py")
+    assert codes(out) == ["TP102"]
+    assert run(capsys, "--isolated", "legacy_c.py")[0] == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "[tool.torch-pitfalls]\nselectt = ['TP101']\n",
+            "[tool.torch-pitfalls]: unknown key 'selectt'; allowed keys: select, ignore, "
+            "extend-select, enable, per-file-ignores, output-format",
+        ),
+        (
+            "[tool.torch-pitfalls]\nselect = ['TP999']\n",
+            "[tool.torch-pitfalls]: unknown rule id in select 'TP999'; known: TP001",
+        ),
+        (
+            "[tool.torch-pitfalls]\nignore = ['TP010']\n",
+            "TP010 is a runtime guard rule, not a static check",
+        ),
+        ("[tool.torch-pitfalls]\nselect = 'TP101'\n", "select must be a list of rule ids"),
+        ("[tool.torch-pitfalls]\noutput-format = 'xml'\n", "output-format must be one of text"),
+        ("[tool.torch-pitfalls]\nper-file-ignores = ['x']\n", "per-file-ignores must be a table"),
+        (
+            "[tool.torch-pitfalls.per-file-ignores]\n'x.py' = ['TP9']\n",
+            "unknown rule id in per-file-ignores 'x.py' 'TP9'",
+        ),
+        ("[tool.torch-pitfalls\n", "not valid TOML"),
+        (
+            "[tool.torch-pitfalls]\nenable = []\nextend-select = []\n",
+            "'extend-select' and 'enable' are the same key",
+        ),
+    ],
+)
+def test_config_errors(capsys, text, message):
+    write(Path("a.py"), DROPOUT)
+    write(Path("pyproject.toml"), text)
+    status, out, err = run(capsys, "a.py")
+    assert (status, out) == (2, "")
+    assert err.startswith(f"python -m torch_pitfalls.lint: error: {Path.cwd() / 'pyproject.toml'}")
+    assert message in err
+    assert run(capsys, "--isolated", "a.py")[0] == 1  # the file is not read
+
+
+def test_config_option_errors(capsys):
+    write(Path("a.py"), DROPOUT)
+    write(Path("plain.toml"), "[project]\nname = 'x'\n")
+    status, _, err = run(capsys, "--config", "missing.toml", "a.py")
+    assert status == 2 and "--config missing.toml: no such file" in err
+    status, _, err = run(capsys, "--config", "plain.toml", "a.py")
+    assert status == 2 and "plain.toml: no [tool.torch-pitfalls] table" in err
+    status, _, err = run(capsys, "--config", "plain.toml", "--isolated", "a.py")
+    assert status == 2 and "--config and --isolated cannot be used together" in err

@@ -33,6 +33,7 @@ Exit status of the command line: 0 nothing found, 1 findings, 2 a usage error or
 could not be read or parsed (printed as ``path:line:col: E999 SyntaxError: ...`` or ``E902``).
 """
 
+from torch_pitfalls.lint import config, formats
 from torch_pitfalls.lint.check import (
     NOTEBOOK_SUFFIX,
     PARSE_ERROR,
@@ -43,10 +44,13 @@ from torch_pitfalls.lint.check import (
     check_paths,
     check_source,
 )
-from torch_pitfalls.lint.cli import main, statistics
+from torch_pitfalls.lint.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, main, statistics
 from torch_pitfalls.lint.flake8 import Flake8Checker
 
 __all__ = [
+    "EXIT_CLEAN",
+    "EXIT_ERROR",
+    "EXIT_FINDINGS",
     "NOTEBOOK_SUFFIX",
     "PARSE_ERROR",
     "READ_ERROR",
@@ -56,6 +60,8 @@ __all__ = [
     "Flake8Checker",
     "check_paths",
     "check_source",
+    "config",
+    "formats",
     "main",
     "statistics",
 ]

@@ -8,7 +8,7 @@ import functools
 import os
 import sys
 import tokenize
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from torch_pitfalls import rules
@@ -151,6 +151,7 @@ def check_paths(
     enable: Iterable[str] | str = (),
     language: str | None = None,
     base_url: str | None = None,
+    per_file_ignores: Callable[[str], Iterable[str]] | None = None,
 ) -> list[Finding]:
     """Check files, and the ``*.py`` and ``*.ipynb`` files in folders; return every finding, sorted.
 
@@ -175,6 +176,9 @@ def check_paths(
     Args:
         paths: files and folders (one path alone is accepted too).
         select, ignore, enable, language, base_url: as for :func:`check_source`.
+        per_file_ignores: if given, ``per_file_ignores(path)`` gives the ids of the rules not run
+            on the file ``path`` (the ``per-file-ignores`` of ``pyproject.toml``,
+            :meth:`torch_pitfalls.lint.config.Settings.ignored_in`).
 
     Returns:
         The findings of every file, sorted by path, line, column and id.
@@ -202,7 +206,10 @@ def check_paths(
         except (OSError, UnicodeDecodeError, SyntaxError) as error:  # SyntaxError: bad cookie
             findings.append(Finding(path, 1, 1, READ_ERROR, f"{type(error).__name__}: {error}"))
             continue
-        found = _check_file(source, path, active, describe)
+        here = active
+        if per_file_ignores is not None:
+            here = active - frozenset(per_file_ignores(path))
+        found = _check_file(source, path, here, describe)
         if cells is not None:
             found = [in_cell(finding, cells) for finding in found]
         findings += found

@@ -4,38 +4,70 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from collections.abc import Iterable
+from pathlib import Path
 
 from torch_pitfalls import rules
 from torch_pitfalls.lint.check import (
     PARSE_ERROR,
     READ_ERROR,
     Finding,
-    _active_rules,
     _static_ids,
     check_paths,
     static_ids,
 )
+from torch_pitfalls.lint.config import (
+    KEYS,
+    SECTION,
+    ConfigError,
+    Settings,
+    active_rules,
+    discover,
+    load,
+)
 from torch_pitfalls.lint.formats import ERROR_TITLES, FORMATS, render
+
+EXIT_CLEAN = 0
+"""Exit status: nothing found (with ``--diff``: nothing to change)."""
+EXIT_FINDINGS = 1
+"""Exit status: findings (with ``--fix``: findings left after fixing; with ``--diff``: a fix
+would change a file)."""
+EXIT_ERROR = 2
+"""Exit status: a usage or configuration error (an unknown option, rule id, language or output
+format, a ``pyproject.toml`` that is not valid), or a file that could not be read or parsed
+(``E902``, ``E999``, printed with the findings)."""
+
+EXIT_STATUS_HELP = (
+    "exit status: 0 nothing found; 1 findings (with --fix: findings left; with --diff: changes "
+    "to make); 2 a usage or configuration error (bad option, rule id, language, output format or "
+    "pyproject.toml), or a file that could not be read or parsed (E902, E999)."
+)
 
 
 def main(argv: list[str] | None = None) -> int:
     """The command line, ``python -m torch_pitfalls.lint``; returns the exit status.
 
-    Prints one line per finding, ``path:line:col: ID message → URL`` (``path:cell N:line:col:
-    ...`` in a notebook), sorted by path, cell, line and column (:func:`check_paths`); with
-    ``--statistics``, the counts per rule and per path instead (:func:`statistics`).
+    Prints the findings in the output format asked for (:mod:`torch_pitfalls.lint.formats`; by
+    default one line per finding, ``path:line:col: ID message → URL``, ``path:cell
+    N:line:col: ...`` in a notebook), sorted by path, cell, line and column
+    (:func:`check_paths`); with ``--statistics``, the counts per rule and per path instead
+    (:func:`statistics`). Settings are read from ``pyproject.toml``
+    (:mod:`torch_pitfalls.lint.config`) unless ``--isolated`` is given.
 
     Args:
         argv: the arguments, without the program name; by default ``sys.argv[1:]``.
 
     Returns:
-        0 when nothing was found, 1 when something was, 2 when a file could not be read or parsed
-        (its ``E902`` / ``E999`` line is printed with the others).
+        :data:`EXIT_CLEAN` (0) when nothing was found, :data:`EXIT_FINDINGS` (1) when something
+        was, :data:`EXIT_ERROR` (2) when a file could not be read or parsed (its ``E902`` /
+        ``E999`` finding is printed with the others) or the configuration is not valid (the
+        reason is printed on stderr).
 
     Raises:
         SystemExit: with status 2, on a usage error (an unknown or runtime-only id, an unknown
-            language, no path), after printing the reason; with status 0 for ``--help``.
+            language or output format, no path), after printing the reason; with status 0 for
+            ``--help``.
     """
     parser = _parser()
     args = parser.parse_args(argv)
@@ -49,20 +81,29 @@ def main(argv: list[str] | None = None) -> int:
         if hasattr(sys.stdout, "reconfigure"):
             sys.stdout.reconfigure(errors="backslashreplace")
         print(text)
-        return 0
+        return EXIT_CLEAN
     if not args.paths:
         parser.error("the following arguments are required: PATH")
+    if args.isolated and args.config is not None:
+        parser.error("--config and --isolated cannot be used together")
     try:
         language = rules.resolve_language(args.language)
-    except ValueError as error:  # the environment variable names another language
+        rules.site_url(args.base_url)
+    except ValueError as error:  # the environment variable names another language or site
         parser.error(str(error))
+    try:
+        settings = _settings(args)
+    except ConfigError as error:
+        print(f"{parser.prog}: error: {error}", file=sys.stderr)
+        return EXIT_ERROR
+    active = active_rules(settings, args.select, args.ignore or (), args.enable or ())
     options = {
-        "select": args.select,
-        "ignore": args.ignore or (),
-        "enable": args.enable or (),
+        "select": active,
         "language": language,
         "base_url": args.base_url,
+        "per_file_ignores": settings.ignored_in if settings.per_file_ignores else None,
     }
+    output_format = args.output_format or settings.output_format or "text"
     if args.statistics:
         by_path = {path: check_paths(path, **options) for path in dict.fromkeys(args.paths)}
         findings = [finding for found in by_path.values() for finding in found]
@@ -71,15 +112,34 @@ def main(argv: list[str] | None = None) -> int:
     if hasattr(sys.stdout, "reconfigure"):  # "→" and Chinese on a console that cannot show them
         sys.stdout.reconfigure(errors="backslashreplace")
     if args.statistics:
-        active = _active_rules(args.select, args.ignore or (), args.enable or ())
         print(statistics(by_path, active, language=language))
     else:
-        text = render(findings, args.output_format, language=language, base_url=args.base_url)
+        text = render(findings, output_format, language=language, base_url=args.base_url)
         if text:
             print(text)
+    return _status(findings)
+
+
+def _status(findings: list[Finding]) -> int:
     if any(f.rule in (PARSE_ERROR, READ_ERROR) for f in findings):
-        return 2
-    return 1 if findings else 0
+        return EXIT_ERROR
+    return EXIT_FINDINGS if findings else EXIT_CLEAN
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    """The settings of ``--config``, of the ``pyproject.toml`` found, or none (``--isolated``)."""
+    if args.isolated:
+        return Settings()
+    if args.config is not None:
+        path = Path(args.config)
+        if not path.is_file():
+            raise ConfigError(f"--config {args.config}: no such file (expected a pyproject.toml)")
+        settings = load(path)
+        if settings == Settings(path=path):
+            raise ConfigError(f"{path}: no [tool.{SECTION}] table")
+        return settings
+    found = discover()
+    return Settings() if found is None else load(found)
 
 
 def statistics(
@@ -177,8 +237,14 @@ def _parser() -> argparse.ArgumentParser:
         f"rules (--explain ID for one's documentation):\n{rule_listing('lint')}\n\n"
         "runtime rules, of python -m torch_pitfalls.guards (not run here):\n"
         + "\n".join(line for line in rule_listing(None).splitlines() if "  TP0" in line),
-        epilog="Exit status: 0 nothing found, 1 findings, 2 usage error or a file that could not "
-        "be read or parsed. Suppress a finding with '# noqa: ID' on its line.",
+        epilog=textwrap.fill(EXIT_STATUS_HELP, 79)
+        + "\n\n"
+        + textwrap.fill(
+            f"Suppress a finding with '# noqa: ID' on its line. Settings: [tool.{SECTION}] in "
+            f"the first pyproject.toml found from the current folder up, keys "
+            f"{', '.join(KEYS)}.",
+            79,
+        ),
     )
     parser.add_argument(
         "--explain",
@@ -199,10 +265,18 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--output-format",
         choices=FORMATS,
-        default="text",
         help="how findings are printed: text (path:line:col: ID message → URL, the default), "
         "json (a list of objects), sarif (SARIF 2.1.0, for code scanning), github (GitHub "
-        "Actions annotations)",
+        "Actions annotations); default: output-format of pyproject.toml, else text",
+    )
+    parser.add_argument(
+        "--config",
+        metavar="PATH",
+        help=f"read the settings from this pyproject.toml (its [tool.{SECTION}] table) instead "
+        "of the first one found from the current folder up",
+    )
+    parser.add_argument(
+        "--isolated", action="store_true", help="read no pyproject.toml: the options alone"
     )
     parser.add_argument(
         "--statistics",
