@@ -10,6 +10,7 @@ and checked offline.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 from pathlib import Path
@@ -390,3 +391,57 @@ def test_config_option_errors(capsys):
     assert status == 2 and "plain.toml: no [tool.torch-pitfalls] table" in err
     status, _, err = run(capsys, "--config", "plain.toml", "--isolated", "a.py")
     assert status == 2 and "--config and --isolated cannot be used together" in err
+
+
+# Notebooks: a continuation line that starts with % ----------------------------------------------
+
+NOTEBOOK_FIXTURE = LINT_FIXTURES / "percent_continuation.ipynb"
+
+
+def test_notebook_continuation_lines_are_code(capsys):
+    """d2l-zh's notebooks split ``print("…" % (…))`` over two lines; the second starts with
+    ``%`` and is not a magic: the notebook parses, and its finding is reported."""
+    status, out, _ = run(capsys, "--output-format", "json", str(NOTEBOOK_FIXTURE))
+    assert status == 1
+    assert [(f["code"], f["cell"], f["location"]) for f in json.loads(out)] == [
+        ("TP102", 5, {"row": 2, "column": 12})
+    ]
+    source, cells = lint.notebooks.read_notebook(str(NOTEBOOK_FIXTURE))
+    lines = source.splitlines()
+    by_cell = {cell: lines[i] for i, cell in enumerate(cells)}
+    assert by_cell[(2, 1)] == "pass"  # %matplotlib inline
+    assert by_cell[(3, 8)] == "          % (total / n, correct / n))"
+    assert by_cell[(4, 2)] == "    pass"  # %time, at the start of a statement in the loop
+    assert by_cell[(4, 6)] == "        % (epoch + 1)"  # after a backslash
+    assert by_cell[(4, 8)] == "%d rows"  # in a triple-quoted string
+    assert by_cell[(4, 9)] == "!not a shell command"
+    assert by_cell[(4, 11)] == "pass"  # !nvidia-smi, after the string closed
+    ast.parse(source)
+
+
+@pytest.mark.parametrize(
+    ("cell", "blanked"),
+    [
+        ("x = f(\n    %s\n)", []),
+        ("x = [a,  # a comment (\n%time\n]", []),
+        ("x = 'a ( # b'\n%time f()", [2]),
+        ("x = '''it's\n%d'''\n%time f()", [3]),
+        ('x = "\\"("\n!ls', [2]),
+        ("s = r'\\\\'\n%time f()", [2]),
+        ("if x:  # (\n    %time f()\n    !ls", [2, 3]),
+        ("x = 1 + \\\n    %", []),
+        ("x = {'a': (1,\n%2)}\n%who", [3]),
+    ],
+)
+def test_notebook_magics_only_at_the_start_of_a_statement(tmp_path, cell, blanked):
+    path = write(tmp_path / "n.ipynb", notebook_json([cell]))
+    source, _ = lint.notebooks.read_notebook(str(path))
+    got = [i for i, line in enumerate(source.splitlines(), start=1) if line.strip() == "pass"]
+    assert got == blanked
+
+
+def notebook_json(sources: list[str]) -> str:
+    cells = [
+        {"cell_type": "code", "metadata": {}, "source": source, "outputs": []} for source in sources
+    ]
+    return json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": cells})

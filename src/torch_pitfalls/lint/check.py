@@ -163,9 +163,10 @@ def check_paths(
     A file whose name ends in ``.ipynb`` is read as a Jupyter notebook (JSON, nbformat 4): its
     code cells, joined in order into one module (a name imported in one cell is known in the
     next), as ruff reads them. A cell whose source starts with a cell magic (``%%time``,
-    ``%%bash``) is skipped; a line that starts with ``%`` or ``!`` (a line magic, a shell
-    command), after its indentation, is read as ``pass``. Findings carry the cell's number
-    (:class:`Finding`'s ``cell``) and the line in that cell.
+    ``%%bash``) is skipped; a line that starts a statement with ``%`` or ``!`` (a line magic, a
+    shell command), after its indentation, is read as ``pass`` (a line that continues a
+    statement, such as ``% (a, b))`` after ``print("%d %d"``, is code). Findings carry the
+    cell's number (:class:`Finding`'s ``cell``) and the line in that cell.
 
     As flake8 does, a file that cannot be checked is a finding, not an exception: ``E999`` for
     invalid Python, at the error's position (at 1:1 for code nested too deeply for Python's own
