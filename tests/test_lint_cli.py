@@ -11,6 +11,7 @@ and checked offline.
 from __future__ import annotations
 
 import ast
+import difflib
 import json
 import os
 from pathlib import Path
@@ -445,3 +446,163 @@ def notebook_json(sources: list[str]) -> str:
         {"cell_type": "code", "metadata": {}, "source": source, "outputs": []} for source in sources
     ]
     return json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": cells})
+
+
+# --fix and --diff ------------------------------------------------------------------------------
+
+FIXABLE = LINT_FIXTURES / "tp102_fixable.py"
+
+
+def marked(text: str, mark: str) -> list[int]:
+    """The lines of the fixture that end with the comment ``mark`` (a call that spans lines is
+    marked on its last line, and reported on its first)."""
+    lines = text.splitlines()
+    out = []
+    for number, line in enumerate(lines, start=1):
+        if line.rstrip().endswith(f"# {mark}"):
+            start = number
+            while lines[start - 1].lstrip().startswith(")") or "F.dropout" not in lines[start - 1]:
+                start -= 1
+            out.append(start)
+    return out
+
+
+def tp102_lines(path: Path) -> list[int]:
+    return [f.line for f in lint.check_paths(path) if f.rule == "TP102"]
+
+
+def test_fix_fixture_marks_what_the_rule_reports():
+    text = FIXABLE.read_text(encoding="utf-8")
+    want = sorted(marked(text, "fix") + marked(text, "no fix"))
+    assert tp102_lines(FIXABLE) == want
+    fixable = [f.line for f in lint.check_paths(FIXABLE) if f.fix]
+    assert fixable == marked(text, "fix") and len(fixable) == 9
+
+
+def test_diff_changes_nothing(capsys, tmp_path):
+    path = tmp_path / "model.py"
+    original = FIXABLE.read_bytes()
+    path.write_bytes(original)
+    status, out, err = run(capsys, "--diff", "model.py")
+    assert status == 1
+    assert path.read_bytes() == original
+    assert out.startswith("--- model.py\n+++ model.py\n@@ ")
+    added = [line[1:] for line in out.splitlines() if line.startswith("+") and "++" not in line]
+    removed = [line[1:] for line in out.splitlines() if line.startswith("-") and "--" not in line]
+    assert len(added) == 9 and len(removed) == 8  # one fix adds a line
+    assert all("training=self.training" in line for line in added)
+    assert err == "9 fixes would be applied to 1 file\n"
+
+    clean = write(tmp_path / "clean.py", "import torch.nn.functional as F\nF.dropout(x)\n")
+    assert run(capsys, "--diff", str(clean))[:2] == (0, "")  # a finding, but no fix
+
+
+def test_fix_applies_the_safe_fixes(capsys, tmp_path):
+    path = tmp_path / "model.py"
+    path.write_bytes(FIXABLE.read_bytes())
+    status, out, err = run(capsys, "--diff", "model.py")
+    expected_diff = out
+    status, out, err = run(capsys, "--fix", "model.py")
+    text = path.read_text(encoding="utf-8")
+    no_fix = marked(text, "no fix")
+    assert status == 1  # the findings without a fix are left, and printed
+    assert [int(line.split(":")[1]) for line in out.splitlines()] == no_fix
+    assert err == f"fixed 9 findings in 1 file, {len(no_fix)} left\n"
+    ast.parse(text)
+    assert tp102_lines(path) == no_fix
+    before_text = FIXABLE.read_text(encoding="utf-8")
+    assert text.count("training=self.training") - before_text.count("training=self.training") == 9
+    assert next(line for line in text.splitlines() if "label = " in line) == (
+        '        label = "σ(x)"; h = F.dropout(h, 0.1, training=self.training)  # fix'
+    )
+    before = before_text.splitlines(keepends=True)
+    after = text.splitlines(keepends=True)
+    assert "".join(difflib.unified_diff(before, after, "model.py", "model.py")) == expected_diff
+
+    again = path.read_bytes()
+    status, _, err = run(capsys, "--fix", "model.py")  # idempotent
+    assert path.read_bytes() == again and status == 1
+    assert err == f"fixed 0 findings in 0 files, {len(no_fix)} left\n"
+    assert run(capsys, "--diff", "model.py")[:2] == (0, "")
+
+
+def test_fix_leaves_nothing_when_every_finding_has_a_fix(capsys, tmp_path):
+    source = (
+        "import torch.nn.functional as F\nfrom torch import nn\n\n\n"
+        "class Net(nn.Module):\n    def forward(self, x):\n"
+        "        return F.dropout(F.dropout(x, 0.1), 0.2)\n"
+    )
+    path = write(tmp_path / "net.py", source)
+    assert run(capsys, "--fix", "net.py")[0] == 0  # nested calls: fixed over two passes at most
+    text = path.read_text(encoding="utf-8")
+    assert text.endswith(
+        "F.dropout(F.dropout(x, 0.1, training=self.training), 0.2, training=self.training)\n"
+    )
+    assert tp102_lines(path) == []
+
+
+def test_fix_keeps_newlines_and_encoding(capsys, tmp_path):
+    source = (
+        "# -*- coding: latin-1 -*-\r\nimport torch.nn.functional as F\r\nimport torch.nn as nn\r\n"
+        "class Net(nn.Module):\r\n    def forward(self, x):\r\n"
+        "        return F.dropout(x, 0.5)  # café\r\n"
+    )
+    path = tmp_path / "latin.py"
+    path.write_bytes(source.encode("latin-1"))
+    assert run(capsys, "--fix", "latin.py")[0] == 0
+    assert path.read_bytes() == source.replace("0.5)", "0.5, training=self.training)").encode(
+        "latin-1"
+    )
+
+
+def test_fix_respects_configuration(capsys, tmp_path):
+    path = tmp_path / "model.py"
+    path.write_bytes(FIXABLE.read_bytes())
+    write(
+        tmp_path / "pyproject.toml",
+        '[tool.torch-pitfalls.per-file-ignores]\n"model.py" = ["TP102"]\n',
+    )
+    assert run(capsys, "--fix", "model.py")[0] == 0
+    assert path.read_bytes() == FIXABLE.read_bytes()
+    assert run(capsys, "--fix", "--ignore", "TP102", "--isolated", "model.py")[0] == 0
+    assert path.read_bytes() == FIXABLE.read_bytes()
+
+
+def test_fix_in_json(capsys, tmp_path):
+    path = tmp_path / "model.py"
+    path.write_bytes(FIXABLE.read_bytes())
+    status, out, _ = run(capsys, "--output-format", "json", "model.py")
+    found = json.loads(out)
+    first = found[0]
+    assert first["fix"] == {
+        "applicability": "safe",
+        "edits": [
+            {
+                "content": ", training=self.training",
+                "location": {"row": 15, "column": 33},
+                "end_location": {"row": 15, "column": 33},
+            }
+        ],
+    }
+    assert sum(f["fix"] is not None for f in found) == 9
+
+
+def test_fix_with_statistics_is_a_usage_error(capsys):
+    status, _, err = run(capsys, "--fix", "--statistics", ".")
+    assert status == 2 and "--statistics cannot be used with --fix or --diff" in err
+
+
+def test_fix_edits_api():
+    source = "x = 'é'; y = f(a)\n"
+    text = lint.fixes.SourceText(source)
+    call = ast.parse(source).body[1].value
+    assert text.offset(call.end_lineno, call.end_col_offset) == len(source) - 1
+    assert text.position(len(source) - 1) == (1, call.end_col_offset)
+    edit = rules.Edit.insert(1, call.end_col_offset - 1, ", b")
+    assert lint.fixes.apply(source, [(edit,)]) == ("x = 'é'; y = f(a, b)\n", 1)
+    overlapping = [(edit,), (rules.Edit.insert(1, call.end_col_offset - 1, ", c"),)]
+    assert lint.fixes.apply(source, overlapping) == ("x = 'é'; y = f(a, b)\n", 1)
+    with pytest.raises(ValueError, match="must end after it starts"):
+        rules.Edit(1, 5, 1, 4, "")
+    with pytest.raises(ValueError, match="inside a character"):
+        text.offset(1, 6)

@@ -33,7 +33,7 @@ Exit status of the command line: 0 nothing found, 1 findings, 2 a usage error or
 could not be read or parsed (printed as ``path:line:col: E999 SyntaxError: ...`` or ``E902``).
 """
 
-from torch_pitfalls.lint import config, formats
+from torch_pitfalls.lint import config, fixes, formats
 from torch_pitfalls.lint.check import (
     NOTEBOOK_SUFFIX,
     PARSE_ERROR,
@@ -61,6 +61,7 @@ __all__ = [
     "check_paths",
     "check_source",
     "config",
+    "fixes",
     "formats",
     "main",
     "statistics",

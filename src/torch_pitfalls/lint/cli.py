@@ -15,6 +15,7 @@ from torch_pitfalls.lint.check import (
     Finding,
     _static_ids,
     check_paths,
+    check_source,
     static_ids,
 )
 from torch_pitfalls.lint.config import (
@@ -26,6 +27,7 @@ from torch_pitfalls.lint.config import (
     discover,
     load,
 )
+from torch_pitfalls.lint.fixes import fixed_source, read_source, unified_diff
 from torch_pitfalls.lint.formats import ERROR_TITLES, FORMATS, render
 
 EXIT_CLEAN = 0
@@ -104,6 +106,8 @@ def main(argv: list[str] | None = None) -> int:
         "per_file_ignores": settings.ignored_in if settings.per_file_ignores else None,
     }
     output_format = args.output_format or settings.output_format or "text"
+    if args.statistics and (args.fix or args.diff):
+        parser.error("--statistics cannot be used with --fix or --diff")
     if args.statistics:
         by_path = {path: check_paths(path, **options) for path in dict.fromkeys(args.paths)}
         findings = [finding for found in by_path.values() for finding in found]
@@ -111,6 +115,18 @@ def main(argv: list[str] | None = None) -> int:
         findings = check_paths(args.paths, **options)
     if hasattr(sys.stdout, "reconfigure"):  # "→" and Chinese on a console that cannot show them
         sys.stdout.reconfigure(errors="backslashreplace")
+    if args.fix or args.diff:
+        fixed, files = _apply_fixes(findings, options, diff=args.diff)
+        if args.diff:
+            print(f"{fixed} fix{'es' if fixed != 1 else ''} would be applied to {files} "
+                  f"file{'s' if files != 1 else ''}", file=sys.stderr)  # fmt: skip
+            if any(f.rule in (PARSE_ERROR, READ_ERROR) for f in findings):
+                return EXIT_ERROR
+            return EXIT_FINDINGS if fixed else EXIT_CLEAN
+        findings = check_paths(args.paths, **options)  # what is left
+        left = len(findings)
+        print(f"fixed {fixed} finding{'s' if fixed != 1 else ''} in {files} "
+              f"file{'s' if files != 1 else ''}, {left} left", file=sys.stderr)  # fmt: skip
     if args.statistics:
         print(statistics(by_path, active, language=language))
     else:
@@ -118,6 +134,43 @@ def main(argv: list[str] | None = None) -> int:
         if text:
             print(text)
     return _status(findings)
+
+
+def _apply_fixes(findings: list[Finding], options: dict, *, diff: bool) -> tuple[int, int]:
+    """Apply the safe fixes of ``findings``' files (re-checking after each pass), or with
+    ``diff`` print them as unified diffs; return how many fixes, in how many files."""
+    fixed = files = 0
+    for path in dict.fromkeys(f.path for f in findings if f.fix):
+        try:
+            text, encoding = read_source(path)
+        except (OSError, SyntaxError, UnicodeDecodeError):
+            continue  # it was read a moment ago: changed since, and checked again below
+        active = options["select"]
+        if options["per_file_ignores"] is not None:
+            active = active - frozenset(options["per_file_ignores"](path))
+
+        def check(source: str, path=path, active=active) -> list[Finding]:
+            try:
+                return check_source(
+                    source,
+                    path,
+                    select=active,
+                    language=options["language"],
+                    base_url=options["base_url"],
+                )
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                return []
+
+        new, count = fixed_source(text, check)
+        if not count:
+            continue
+        fixed, files = fixed + count, files + 1
+        if diff:
+            sys.stdout.write(unified_diff(path, text, new))
+        else:
+            with open(path, "wb") as file:
+                file.write(new.encode(encoding))
+    return fixed, files
 
 
 def _status(findings: list[Finding]) -> int:
@@ -268,6 +321,18 @@ def _parser() -> argparse.ArgumentParser:
         help="how findings are printed: text (path:line:col: ID message → URL, the default), "
         "json (a list of objects), sarif (SARIF 2.1.0, for code scanning), github (GitHub "
         "Actions annotations); default: output-format of pyproject.toml, else text",
+    )
+    parser.add_argument(
+        "--fix",
+        action="store_true",
+        help="apply the safe fixes in place (rules that have one: --explain ID says), check "
+        "again, and print what is left",
+    )
+    parser.add_argument(
+        "--diff",
+        action="store_true",
+        help="print the safe fixes as a unified diff and change nothing (exit status 1 when "
+        "there are some)",
     )
     parser.add_argument(
         "--config",
