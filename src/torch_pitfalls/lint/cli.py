@@ -282,6 +282,19 @@ def rule_listing(kind: str | None = "lint", language: str = "en") -> str:
     )
 
 
+def pre_commit_description() -> str:
+    """The ``description`` of the pre-commit hook ``torch-pitfalls-lint`` in
+    ``.pre-commit-hooks.yaml``, from the rules: how many static rules there are, and their ids
+    (a plain YAML scalar: no ``": "`` or ``" #"``; a test checks that the file says this)."""
+    ids = static_ids()
+    opt_in = sum(1 for i in ids if not rules.rule(i).default)
+    return (
+        f"Find PyTorch pitfalls in Python files and Jupyter notebooks without running them "
+        f"({len(ids)} static rules, {ids[0]}-{ids[-1]}, {opt_in} of them opt-in); each finding "
+        f"links to the page that explains it."
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m torch_pitfalls.lint",
