@@ -3,6 +3,8 @@
 Run it on files or folders (folders are searched for ``*.py`` and ``*.ipynb``)::
 
     python -m torch_pitfalls.lint [--select IDS] [--ignore IDS] [--enable IDS] [--statistics]
+                                  [--output-format {text,json,sarif,github}] [--fix | --diff]
+                                  [--config PATH | --isolated]
                                   [--language LANG] [--base-url URL] PATH...
     python -m torch_pitfalls.lint --explain ID
 
@@ -27,10 +29,15 @@ resolved through its imports, on the standard library's :mod:`ast`; the analyses
 in ``torch_pitfalls.lint.analyses``.
 
 Suppress a finding with ``# noqa: TP101`` (``torch_pitfalls.lint.noqa``); notebooks are read
-cell by cell (``torch_pitfalls.lint.notebooks``).
+cell by cell (``torch_pitfalls.lint.notebooks``). Settings are read from ``[tool.torch-pitfalls]``
+in ``pyproject.toml`` (:mod:`torch_pitfalls.lint.config`); the output formats are in
+:mod:`torch_pitfalls.lint.formats`, the safe fixes of ``--fix`` and ``--diff`` in
+:mod:`torch_pitfalls.lint.fixes`.
 
-Exit status of the command line: 0 nothing found, 1 findings, 2 a usage error or a file that
-could not be read or parsed (printed as ``path:line:col: E999 SyntaxError: ...`` or ``E902``).
+Exit status of the command line (:data:`EXIT_CLEAN`, :data:`EXIT_FINDINGS`, :data:`EXIT_ERROR`):
+0 nothing found, 1 findings (with ``--fix``: findings left; with ``--diff``: changes to make), 2
+a usage or configuration error, or a file that could not be read or parsed (printed as
+``path:line:col: E999 SyntaxError: ...`` or ``E902``).
 """
 
 from torch_pitfalls.lint import config, fixes, formats
