@@ -34,10 +34,11 @@ in ``pyproject.toml`` (:mod:`torch_pitfalls.lint.config`); the output formats ar
 :mod:`torch_pitfalls.lint.formats`, the safe fixes of ``--fix`` and ``--diff`` in
 :mod:`torch_pitfalls.lint.fixes`.
 
-Exit status of the command line (:data:`EXIT_CLEAN`, :data:`EXIT_FINDINGS`, :data:`EXIT_ERROR`):
-0 nothing found, 1 findings (with ``--fix``: findings left; with ``--diff``: changes to make), 2
-a usage or configuration error, or a file that could not be read or parsed (printed as
-``path:line:col: E999 SyntaxError: ...`` or ``E902``).
+Exit status of the command line: 0 nothing found, 1 findings (with ``--fix``: findings left;
+with ``--diff``: changes to make), 2 a usage or configuration error, or a file that could not be
+read or parsed (printed as ``path:line:col: E999 SyntaxError: ...`` or ``E902``); see
+:data:`~torch_pitfalls.lint.cli.EXIT_CLEAN`, :data:`~torch_pitfalls.lint.cli.EXIT_FINDINGS` and
+:data:`~torch_pitfalls.lint.cli.EXIT_ERROR`.
 """
 
 from torch_pitfalls.lint import config, fixes, formats

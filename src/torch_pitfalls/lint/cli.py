@@ -31,12 +31,12 @@ from torch_pitfalls.lint.fixes import fixed_source, read_source, unified_diff
 from torch_pitfalls.lint.formats import ERROR_TITLES, FORMATS, render
 
 EXIT_CLEAN = 0
-"""Exit status: nothing found (with ``--diff``: nothing to change)."""
+"""The exit status when nothing was found (with ``--diff``, nothing to change)."""
 EXIT_FINDINGS = 1
-"""Exit status: findings (with ``--fix``: findings left after fixing; with ``--diff``: a fix
-would change a file)."""
+"""The exit status when something was found (with ``--fix``, findings left after fixing; with
+``--diff``, a fix would change a file)."""
 EXIT_ERROR = 2
-"""Exit status: a usage or configuration error (an unknown option, rule id, language or output
+"""The exit status of a usage or configuration error (an unknown option, rule id, language or output
 format, a ``pyproject.toml`` that is not valid), or a file that could not be read or parsed
 (``E902``, ``E999``, printed with the findings)."""
 
@@ -61,10 +61,12 @@ def main(argv: list[str] | None = None) -> int:
         argv: the arguments, without the program name; by default ``sys.argv[1:]``.
 
     Returns:
-        :data:`EXIT_CLEAN` (0) when nothing was found, :data:`EXIT_FINDINGS` (1) when something
-        was, :data:`EXIT_ERROR` (2) when a file could not be read or parsed (its ``E902`` /
-        ``E999`` finding is printed with the others) or the configuration is not valid (the
-        reason is printed on stderr).
+        0 (:data:`~torch_pitfalls.lint.cli.EXIT_CLEAN`) when nothing was found, 1
+        (:data:`~torch_pitfalls.lint.cli.EXIT_FINDINGS`) when something was, 2
+        (:data:`~torch_pitfalls.lint.cli.EXIT_ERROR`) when a file could not be read or parsed
+        (its ``E902`` / ``E999`` finding is printed with the others) or the configuration is not
+        valid (the reason is printed on stderr). With ``--fix``, the findings left decide; with
+        ``--diff``, 1 when a fix would change a file.
 
     Raises:
         SystemExit: with status 2, on a usage error (an unknown or runtime-only id, an unknown

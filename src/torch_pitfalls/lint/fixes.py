@@ -3,10 +3,10 @@
 A static rule may define ``fix(context)``, which yields a :class:`torch_pitfalls.rules.Fix` for
 each finding it can fix without changing anything but the pitfall (see
 :mod:`torch_pitfalls.rules`). The checker attaches the edits to the finding
-(:attr:`~torch_pitfalls.lint.check.Finding.fix`); :func:`fixed_source` applies them, checks the
-result again and applies what is found then (at most :data:`MAX_PASSES` times), and keeps the
-result only if it is still valid Python. Fixes whose edits overlap an edit already applied wait
-for the next pass. Notebooks are not fixed (their findings carry no fix).
+(:attr:`Finding.fix <torch_pitfalls.lint.Finding.fix>`); :func:`fixed_source` applies them,
+checks the result again and applies what is found then (at most :data:`MAX_PASSES` times), and
+keeps the result only if it is still valid Python. Fixes whose edits overlap an edit already
+applied wait for the next pass. Notebooks are not fixed (their findings carry no fix).
 """
 
 from __future__ import annotations
@@ -128,7 +128,7 @@ def fixed_source(text: str, check) -> tuple[str, int]:
 
     Args:
         text: the module's source.
-        check: ``check(text) -> findings`` (:class:`~torch_pitfalls.lint.check.Finding`, with
+        check: ``check(text) -> findings`` (:class:`~torch_pitfalls.lint.Finding`, with
             their ``fix``).
     """
     current, applied = text, 0
