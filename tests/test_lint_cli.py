@@ -160,6 +160,8 @@ def test_sarif_format_is_valid_sarif(capsys):
     assert tp102["help"]["text"] == rules.explain("TP102", language="en", base_url=BASE)
     assert tp102["helpUri"] == documentation["Page"]
     assert descriptors["TP104"]["defaultConfiguration"]["enabled"] is False  # opt-in
+    assert descriptors["TP104"]["properties"]["tags"] == ["lint", "opt-in"]
+    assert tp102["properties"]["tags"] == ["lint", "fixable"]
 
     results = sarif_run["results"]
     assert [r["ruleId"] for r in results] == ["E999", "TP102", "TP102"]
@@ -218,7 +220,7 @@ def test_explain(capsys, language):
     status, out, err = run(capsys, "--explain", "tp102", "--language", language)
     assert (status, err) == (0, "")
     found = rules.rule("TP102")
-    assert out.startswith(f"TP102: {found.title[language]} (lint)\n")
+    assert out.startswith(f"TP102: {found.title[language]} (lint, fixable)\n")
     documentation = rules.documentation("TP102", language=language, base_url=BASE)
     for name in rules.SECTIONS:
         assert f"\n{name}\n{'-' * len(name)}\n" in out
@@ -226,6 +228,12 @@ def test_explain(capsys, language):
     url = rules.page_url(found.slug, language=language, base_url=BASE)
     assert out.endswith(f"\nPage\n----\n{url}\n") and url == documentation["Page"]
     assert f"/{language}/auto_examples/" in url
+
+
+def test_explain_says_whether_a_rule_is_opt_in_or_fixable(capsys):
+    assert run(capsys, "--explain", "TP104")[1].startswith("TP104: ")
+    assert run(capsys, "--explain", "TP104")[1].splitlines()[0].endswith(" (lint, opt-in)")
+    assert run(capsys, "--explain", "TP103")[1].splitlines()[0].endswith(" (lint)")
 
 
 def test_explain_unknown_id(capsys):

@@ -132,7 +132,11 @@ def sarif_rule(rule_id: str, *, language: str, base_url=None) -> dict:
         "help": {"text": rules.explain(rule_id, language=language, base_url=base_url)},
         "helpUri": documentation["Page"],
         "defaultConfiguration": {"level": "error", "enabled": found.default},
-        "properties": {"tags": [found.kind] + ([] if found.default else ["opt-in"])},
+        "properties": {
+            "tags": [found.kind]
+            + ([] if found.default else ["opt-in"])
+            + (["fixable"] if hasattr(found.module, "fix") else [])
+        },
     }
 
 

@@ -326,11 +326,13 @@ def documentation(
 
 def explain(rule_id: str, *, language: str | None = None, base_url: str | None = None) -> str:
     """A rule's documentation as plain text, for a terminal (``--explain``): its id and title,
-    then each section of :func:`documentation` under its name."""
+    its kind (and ``opt-in``, ``fixable`` when its module has a ``fix``: see ``--fix``), then
+    each section of :func:`documentation` under its name."""
     found = rule(rule_id)
     lang = resolve_language(language)
     lines = [f"{found.id}: {found.title[lang]} ({found.kind}"
-             + ("" if found.default else ", opt-in") + ")"]  # fmt: skip
+             + ("" if found.default else ", opt-in")
+             + (", fixable" if hasattr(found.module, "fix") else "") + ")"]  # fmt: skip
     for name, body in documentation(rule_id, language=lang, base_url=base_url).items():
         body = re.sub(r"^\.\. code-block:: \w+\n\n", "", body, flags=re.MULTILINE)
         body = re.sub(r"(?::\w+:)?``?~?([^`]+)``?", r"\1", body)
