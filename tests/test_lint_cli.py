@@ -398,6 +398,8 @@ def test_config_option_errors(capsys):
     assert status == 2 and "--config missing.toml: no such file" in err
     status, _, err = run(capsys, "--config", "plain.toml", "a.py")
     assert status == 2 and "plain.toml: no [tool.torch-pitfalls] table" in err
+    write(Path("empty.toml"), "[tool.torch-pitfalls]\n")  # a table with no keys: the defaults
+    assert run(capsys, "--config", "empty.toml", "a.py")[0] == 1
     status, _, err = run(capsys, "--config", "plain.toml", "--isolated", "a.py")
     assert status == 2 and "--config and --isolated cannot be used together" in err
 

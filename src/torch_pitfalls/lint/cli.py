@@ -25,6 +25,7 @@ from torch_pitfalls.lint.config import (
     Settings,
     active_rules,
     discover,
+    has_table,
     load,
 )
 from torch_pitfalls.lint.fixes import fixed_source, read_source, unified_diff
@@ -189,10 +190,9 @@ def _settings(args: argparse.Namespace) -> Settings:
         path = Path(args.config)
         if not path.is_file():
             raise ConfigError(f"--config {args.config}: no such file (expected a pyproject.toml)")
-        settings = load(path)
-        if settings == Settings(path=path):
+        if not has_table(path):
             raise ConfigError(f"{path}: no [tool.{SECTION}] table")
-        return settings
+        return load(path)
     found = discover()
     return Settings() if found is None else load(found)
 

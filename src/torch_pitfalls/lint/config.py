@@ -131,9 +131,18 @@ def discover(start: str | os.PathLike[str] | None = None) -> Path | None:
     folder = Path(start if start is not None else os.getcwd()).resolve()
     for candidate in (folder, *folder.parents):
         path = candidate / "pyproject.toml"
-        if path.is_file() and _table(path) is not None:
+        if path.is_file() and has_table(path):
             return path
     return None
+
+
+def has_table(path: str | os.PathLike[str]) -> bool:
+    """Whether the TOML file ``path`` has a ``[tool.torch-pitfalls]`` table (even an empty one).
+
+    Raises:
+        ConfigError: the file cannot be read or is not valid TOML.
+    """
+    return _table(Path(path)) is not None
 
 
 def _table(path: Path) -> dict | None:
