@@ -224,7 +224,7 @@ def test_too_deep_for_python(tmp_path, name, source, error):
 def test_recursion_in_the_checker(tmp_path, monkeypatch):
     """Should the analysis still run out of stack, the file is reported, not the run ended."""
 
-    def too_deep(tree, active, source=""):
+    def too_deep(tree, active, source="", fixes=None):
         raise RecursionError("maximum recursion depth exceeded")
 
     monkeypatch.setattr(lint.check, "_analyse", too_deep)
@@ -583,7 +583,12 @@ def test_pre_commit_hook():
     (hook,) = hooks
     assert hook["id"] == "torch-pitfalls-lint"
     assert hook["entry"] == "python -m torch_pitfalls.lint"
-    assert (hook["language"], hook["types"]) == ("python", ["python"])
+    assert (hook["language"], hook["types_or"]) == ("python", ["python", "jupyter"])
+    assert hook["description"] == lint.cli.pre_commit_description(), (
+        "the hook's description is generated from the rules: write this in "
+        f".pre-commit-hooks.yaml:\n  description: {lint.cli.pre_commit_description()}"
+    )
+    assert ": " not in hook["description"] and " #" not in hook["description"]  # plain YAML
 
     command = shlex.split(hook["entry"])
     assert command[0] == "python"
@@ -597,6 +602,17 @@ def test_pre_commit_hook():
     )
     assert done.returncode == 1, done.stderr
     assert [(line, i) for _, line, i in output_pairs(done.stdout)] == expected(fixture)
+
+    notebook_path = ROOT / "tests" / "lint_fixtures" / "percent_continuation.ipynb"
+    done = subprocess.run(  # the hook's types_or gives it notebooks too
+        [sys.executable, *command[1:], str(notebook_path)],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        env={**os.environ, rules.LANGUAGE_ENV: "en"},
+    )
+    assert done.returncode == 1, done.stderr
+    assert done.stdout.startswith(f"{notebook_path}:cell 5:2:12: TP102 ")
 
 
 def test_command_line_statistics(tmp_path):

@@ -3,6 +3,8 @@
 Run it on files or folders (folders are searched for ``*.py`` and ``*.ipynb``)::
 
     python -m torch_pitfalls.lint [--select IDS] [--ignore IDS] [--enable IDS] [--statistics]
+                                  [--output-format {text,json,sarif,github}] [--fix | --diff]
+                                  [--config PATH | --isolated]
                                   [--language LANG] [--base-url URL] PATH...
     python -m torch_pitfalls.lint --explain ID
 
@@ -27,12 +29,19 @@ resolved through its imports, on the standard library's :mod:`ast`; the analyses
 in ``torch_pitfalls.lint.analyses``.
 
 Suppress a finding with ``# noqa: TP101`` (``torch_pitfalls.lint.noqa``); notebooks are read
-cell by cell (``torch_pitfalls.lint.notebooks``).
+cell by cell (``torch_pitfalls.lint.notebooks``). Settings are read from ``[tool.torch-pitfalls]``
+in ``pyproject.toml`` (:mod:`torch_pitfalls.lint.config`); the output formats are in
+:mod:`torch_pitfalls.lint.formats`, the safe fixes of ``--fix`` and ``--diff`` in
+:mod:`torch_pitfalls.lint.fixes`.
 
-Exit status of the command line: 0 nothing found, 1 findings, 2 a usage error or a file that
-could not be read or parsed (printed as ``path:line:col: E999 SyntaxError: ...`` or ``E902``).
+Exit status of the command line: 0 nothing found, 1 findings (with ``--fix``: findings left;
+with ``--diff``: changes to make), 2 a usage or configuration error, or a file that could not be
+read or parsed (printed as ``path:line:col: E999 SyntaxError: ...`` or ``E902``); see
+:data:`~torch_pitfalls.lint.cli.EXIT_CLEAN`, :data:`~torch_pitfalls.lint.cli.EXIT_FINDINGS` and
+:data:`~torch_pitfalls.lint.cli.EXIT_ERROR`.
 """
 
+from torch_pitfalls.lint import config, fixes, formats
 from torch_pitfalls.lint.check import (
     NOTEBOOK_SUFFIX,
     PARSE_ERROR,
@@ -43,10 +52,13 @@ from torch_pitfalls.lint.check import (
     check_paths,
     check_source,
 )
-from torch_pitfalls.lint.cli import main, statistics
+from torch_pitfalls.lint.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, main, statistics
 from torch_pitfalls.lint.flake8 import Flake8Checker
 
 __all__ = [
+    "EXIT_CLEAN",
+    "EXIT_ERROR",
+    "EXIT_FINDINGS",
     "NOTEBOOK_SUFFIX",
     "PARSE_ERROR",
     "READ_ERROR",
@@ -56,6 +68,9 @@ __all__ = [
     "Flake8Checker",
     "check_paths",
     "check_source",
+    "config",
+    "fixes",
+    "formats",
     "main",
     "statistics",
 ]

@@ -8,8 +8,8 @@ import functools
 import os
 import sys
 import tokenize
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 
 from torch_pitfalls import rules
 from torch_pitfalls.lint.context import Context
@@ -61,6 +61,9 @@ class Finding:
         cell: in a notebook, the cell's number, from 1, counting every cell (markdown ones
             too), as ruff and Jupyter number them; ``line`` is then the line in that cell.
             0 for a Python file.
+        fix: the edits of the rule's safe fix (:class:`torch_pitfalls.rules.Edit`, lines and
+            columns of the checked source), or None when the rule has no fix for this finding
+            (and in a notebook).
     """
 
     path: str
@@ -69,6 +72,7 @@ class Finding:
     rule: str
     message: str
     cell: int = 0
+    fix: tuple[rules.Edit, ...] | None = field(default=None, compare=False, repr=False)
 
     def _key(self) -> tuple:
         return (self.path, self.cell, self.line, self.col, self.rule, self.message)
@@ -147,6 +151,7 @@ def check_paths(
     enable: Iterable[str] | str = (),
     language: str | None = None,
     base_url: str | None = None,
+    per_file_ignores: Callable[[str], Iterable[str]] | None = None,
 ) -> list[Finding]:
     """Check files, and the ``*.py`` and ``*.ipynb`` files in folders; return every finding, sorted.
 
@@ -158,9 +163,10 @@ def check_paths(
     A file whose name ends in ``.ipynb`` is read as a Jupyter notebook (JSON, nbformat 4): its
     code cells, joined in order into one module (a name imported in one cell is known in the
     next), as ruff reads them. A cell whose source starts with a cell magic (``%%time``,
-    ``%%bash``) is skipped; a line that starts with ``%`` or ``!`` (a line magic, a shell
-    command), after its indentation, is read as ``pass``. Findings carry the cell's number
-    (:class:`Finding`'s ``cell``) and the line in that cell.
+    ``%%bash``) is skipped; a line that starts a statement with ``%`` or ``!`` (a line magic, a
+    shell command), after its indentation, is read as ``pass`` (a line that continues a
+    statement, such as ``% (a, b))`` after ``print("%d %d"``, is code). Findings carry the
+    cell's number (:class:`Finding`'s ``cell``) and the line in that cell.
 
     As flake8 does, a file that cannot be checked is a finding, not an exception: ``E999`` for
     invalid Python, at the error's position (at 1:1 for code nested too deeply for Python's own
@@ -171,6 +177,9 @@ def check_paths(
     Args:
         paths: files and folders (one path alone is accepted too).
         select, ignore, enable, language, base_url: as for :func:`check_source`.
+        per_file_ignores: if given, ``per_file_ignores(path)`` gives the ids of the rules not run
+            on the file ``path`` (the ``per-file-ignores`` of ``pyproject.toml``,
+            :meth:`torch_pitfalls.lint.config.Settings.ignored_in`).
 
     Returns:
         The findings of every file, sorted by path, line, column and id.
@@ -198,7 +207,10 @@ def check_paths(
         except (OSError, UnicodeDecodeError, SyntaxError) as error:  # SyntaxError: bad cookie
             findings.append(Finding(path, 1, 1, READ_ERROR, f"{type(error).__name__}: {error}"))
             continue
-        found = _check_file(source, path, active, describe)
+        here = active
+        if per_file_ignores is not None:
+            here = active - frozenset(per_file_ignores(path))
+        found = _check_file(source, path, here, describe)
         if cells is not None:
             found = [in_cell(finding, cells) for finding in found]
         findings += found
@@ -295,11 +307,15 @@ def _describer(language: str | None, base_url: str | None):
 
 def _findings(tree: ast.AST, source: str, path: str, active, describe) -> list[Finding]:
     """The sorted findings of one parsed module, noqa applied."""
+    fixes: dict[tuple[int, int, str], tuple[rules.Edit, ...]] = {}
     with _deep_recursion():
-        found = _analyse(tree, active, source)
+        found = _analyse(tree, active, source, fixes)
     if found and "noqa" in source.lower():
         found = without_noqa(found, source)
-    return sorted(Finding(path, line, col + 1, id_, describe(id_)) for line, col, id_ in found)
+    return sorted(
+        Finding(path, line, col + 1, id_, describe(id_), fix=fixes.get((line, col, id_)))
+        for line, col, id_ in found
+    )
 
 
 # The analysis --------------------------------------------------------------------------------
@@ -318,14 +334,24 @@ def _deep_recursion() -> Iterator[None]:
         sys.setrecursionlimit(previous)
 
 
-def _analyse(tree: ast.AST, active: frozenset[str], source: str = "") -> list[tuple[int, int, str]]:
-    """Every ``(line, column from 0, rule id)`` of the active rules, noqa not applied."""
+def _analyse(
+    tree: ast.AST, active: frozenset[str], source: str = "", fixes: dict | None = None
+) -> list[tuple[int, int, str]]:
+    """Every ``(line, column from 0, rule id)`` of the active rules, noqa not applied; with
+    ``fixes``, the edits of each finding that its rule can fix (``fix(context)``) are put there,
+    by ``(line, column from 0, rule id)``."""
     if not active:
         return []
     context = Context.of(tree, source)
-    return [
-        (line, col, found.id)
-        for found in rules.RULES
-        if found.id in active
-        for line, col in found.module.check(context)
-    ]
+    found = []
+    for rule in rules.RULES:
+        if rule.id not in active:
+            continue
+        mine = [(line, col, rule.id) for line, col in rule.module.check(context)]
+        found += mine
+        if fixes is not None and mine and hasattr(rule.module, "fix"):
+            at = set(mine)
+            for fix in rule.module.fix(context):
+                if (fix.line, fix.col, rule.id) in at and fix.edits:
+                    fixes[(fix.line, fix.col, rule.id)] = tuple(fix.edits)
+    return found

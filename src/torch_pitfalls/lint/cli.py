@@ -4,62 +4,113 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from collections.abc import Iterable
+from pathlib import Path
 
 from torch_pitfalls import rules
 from torch_pitfalls.lint.check import (
     PARSE_ERROR,
     READ_ERROR,
     Finding,
-    _active_rules,
     _static_ids,
     check_paths,
+    check_source,
     static_ids,
+)
+from torch_pitfalls.lint.config import (
+    KEYS,
+    SECTION,
+    ConfigError,
+    Settings,
+    active_rules,
+    discover,
+    has_table,
+    load,
+)
+from torch_pitfalls.lint.fixes import fixed_source, read_source, unified_diff
+from torch_pitfalls.lint.formats import ERROR_TITLES, FORMATS, render
+
+EXIT_CLEAN = 0
+"""The exit status when nothing was found (with ``--diff``, nothing to change)."""
+EXIT_FINDINGS = 1
+"""The exit status when something was found (with ``--fix``, findings left after fixing; with
+``--diff``, a fix would change a file)."""
+EXIT_ERROR = 2
+"""The exit status of a usage or configuration error (an unknown option, rule id, language or output
+format, a ``pyproject.toml`` that is not valid), or a file that could not be read or parsed
+(``E902``, ``E999``, printed with the findings)."""
+
+EXIT_STATUS_HELP = (
+    "exit status: 0 nothing found; 1 findings (with --fix: findings left; with --diff: changes "
+    "to make); 2 a usage or configuration error (bad option, rule id, language, output format or "
+    "pyproject.toml), or a file that could not be read or parsed (E902, E999)."
 )
 
 
 def main(argv: list[str] | None = None) -> int:
     """The command line, ``python -m torch_pitfalls.lint``; returns the exit status.
 
-    Prints one line per finding, ``path:line:col: ID message → URL`` (``path:cell N:line:col:
-    ...`` in a notebook), sorted by path, cell, line and column (:func:`check_paths`); with
-    ``--statistics``, the counts per rule and per path instead (:func:`statistics`).
+    Prints the findings in the output format asked for (:mod:`torch_pitfalls.lint.formats`; by
+    default one line per finding, ``path:line:col: ID message → URL``, ``path:cell
+    N:line:col: ...`` in a notebook), sorted by path, cell, line and column
+    (:func:`check_paths`); with ``--statistics``, the counts per rule and per path instead
+    (:func:`statistics`). Settings are read from ``pyproject.toml``
+    (:mod:`torch_pitfalls.lint.config`) unless ``--isolated`` is given.
 
     Args:
         argv: the arguments, without the program name; by default ``sys.argv[1:]``.
 
     Returns:
-        0 when nothing was found, 1 when something was, 2 when a file could not be read or parsed
-        (its ``E902`` / ``E999`` line is printed with the others).
+        0 (:data:`~torch_pitfalls.lint.cli.EXIT_CLEAN`) when nothing was found, 1
+        (:data:`~torch_pitfalls.lint.cli.EXIT_FINDINGS`) when something was, 2
+        (:data:`~torch_pitfalls.lint.cli.EXIT_ERROR`) when a file could not be read or parsed
+        (its ``E902`` / ``E999`` finding is printed with the others) or the configuration is not
+        valid (the reason is printed on stderr). With ``--fix``, the findings left decide; with
+        ``--diff``, 1 when a fix would change a file.
 
     Raises:
         SystemExit: with status 2, on a usage error (an unknown or runtime-only id, an unknown
-            language, no path), after printing the reason; with status 0 for ``--help``.
+            language or output format, no path), after printing the reason; with status 0 for
+            ``--help``.
     """
     parser = _parser()
     args = parser.parse_args(argv)
     if args.explain is not None:
         try:
-            text = rules.explain(args.explain.strip().upper(), language=args.language)
+            text = rules.explain(
+                args.explain.strip().upper(), language=args.language, base_url=args.base_url
+            )
         except (KeyError, ValueError) as error:
             parser.error(str(error).strip("'\""))
         if hasattr(sys.stdout, "reconfigure"):
             sys.stdout.reconfigure(errors="backslashreplace")
         print(text)
-        return 0
+        return EXIT_CLEAN
     if not args.paths:
         parser.error("the following arguments are required: PATH")
+    if args.isolated and args.config is not None:
+        parser.error("--config and --isolated cannot be used together")
     try:
         language = rules.resolve_language(args.language)
-    except ValueError as error:  # the environment variable names another language
+        rules.site_url(args.base_url)
+    except ValueError as error:  # the environment variable names another language or site
         parser.error(str(error))
+    try:
+        settings = _settings(args)
+    except ConfigError as error:
+        print(f"{parser.prog}: error: {error}", file=sys.stderr)
+        return EXIT_ERROR
+    active = active_rules(settings, args.select, args.ignore or (), args.enable or ())
     options = {
-        "select": args.select,
-        "ignore": args.ignore or (),
-        "enable": args.enable or (),
+        "select": active,
         "language": language,
         "base_url": args.base_url,
+        "per_file_ignores": settings.ignored_in if settings.per_file_ignores else None,
     }
+    output_format = args.output_format or settings.output_format or "text"
+    if args.statistics and (args.fix or args.diff):
+        parser.error("--statistics cannot be used with --fix or --diff")
     if args.statistics:
         by_path = {path: check_paths(path, **options) for path in dict.fromkeys(args.paths)}
         findings = [finding for found in by_path.values() for finding in found]
@@ -67,15 +118,83 @@ def main(argv: list[str] | None = None) -> int:
         findings = check_paths(args.paths, **options)
     if hasattr(sys.stdout, "reconfigure"):  # "→" and Chinese on a console that cannot show them
         sys.stdout.reconfigure(errors="backslashreplace")
+    if args.fix or args.diff:
+        fixed, files = _apply_fixes(findings, options, diff=args.diff)
+        if args.diff:
+            print(f"{fixed} fix{'es' if fixed != 1 else ''} would be applied to {files} "
+                  f"file{'s' if files != 1 else ''}", file=sys.stderr)  # fmt: skip
+            if any(f.rule in (PARSE_ERROR, READ_ERROR) for f in findings):
+                return EXIT_ERROR
+            return EXIT_FINDINGS if fixed else EXIT_CLEAN
+        findings = check_paths(args.paths, **options)  # what is left
+        left = len(findings)
+        print(f"fixed {fixed} finding{'s' if fixed != 1 else ''} in {files} "
+              f"file{'s' if files != 1 else ''}, {left} left", file=sys.stderr)  # fmt: skip
     if args.statistics:
-        active = _active_rules(args.select, args.ignore or (), args.enable or ())
         print(statistics(by_path, active, language=language))
     else:
-        for finding in findings:
-            print(finding)
+        text = render(findings, output_format, language=language, base_url=args.base_url)
+        if text:
+            print(text)
+    return _status(findings)
+
+
+def _apply_fixes(findings: list[Finding], options: dict, *, diff: bool) -> tuple[int, int]:
+    """Apply the safe fixes of ``findings``' files (re-checking after each pass), or with
+    ``diff`` print them as unified diffs; return how many fixes, in how many files."""
+    fixed = files = 0
+    for path in dict.fromkeys(f.path for f in findings if f.fix):
+        try:
+            text, encoding = read_source(path)
+        except (OSError, SyntaxError, UnicodeDecodeError):
+            continue  # it was read a moment ago: changed since, and checked again below
+        active = options["select"]
+        if options["per_file_ignores"] is not None:
+            active = active - frozenset(options["per_file_ignores"](path))
+
+        def check(source: str, path=path, active=active) -> list[Finding]:
+            try:
+                return check_source(
+                    source,
+                    path,
+                    select=active,
+                    language=options["language"],
+                    base_url=options["base_url"],
+                )
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                return []
+
+        new, count = fixed_source(text, check)
+        if not count:
+            continue
+        fixed, files = fixed + count, files + 1
+        if diff:
+            sys.stdout.write(unified_diff(path, text, new))
+        else:
+            with open(path, "wb") as file:
+                file.write(new.encode(encoding))
+    return fixed, files
+
+
+def _status(findings: list[Finding]) -> int:
     if any(f.rule in (PARSE_ERROR, READ_ERROR) for f in findings):
-        return 2
-    return 1 if findings else 0
+        return EXIT_ERROR
+    return EXIT_FINDINGS if findings else EXIT_CLEAN
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    """The settings of ``--config``, of the ``pyproject.toml`` found, or none (``--isolated``)."""
+    if args.isolated:
+        return Settings()
+    if args.config is not None:
+        path = Path(args.config)
+        if not path.is_file():
+            raise ConfigError(f"--config {args.config}: no such file (expected a pyproject.toml)")
+        if not has_table(path):
+            raise ConfigError(f"{path}: no [tool.{SECTION}] table")
+        return load(path)
+    found = discover()
+    return Settings() if found is None else load(found)
 
 
 def statistics(
@@ -114,7 +233,7 @@ def statistics(
             counts[finding.rule][path] += 1
     errors = sorted(i for i in counts if i in (PARSE_ERROR, READ_ERROR))
     ids = [*sorted(set(active)), *errors]
-    titles = {PARSE_ERROR: _ERROR_TITLES[PARSE_ERROR], READ_ERROR: _ERROR_TITLES[READ_ERROR]}
+    titles = ERROR_TITLES
     total = 0
     lines = []
     for rule_id in ids:
@@ -130,12 +249,6 @@ def statistics(
             cells = "  ".join(f"{counts.get(i, {}).get(path, 0):>5}" for i in ids)
             lines.append(f"{path:<{width}}  {cells}")
     return "\n".join(lines)
-
-
-_ERROR_TITLES = {
-    PARSE_ERROR: "files that could not be parsed (not checked)",
-    READ_ERROR: "files that could not be read (not checked)",
-}
 
 
 # The command line ----------------------------------------------------------------------------
@@ -171,6 +284,19 @@ def rule_listing(kind: str | None = "lint", language: str = "en") -> str:
     )
 
 
+def pre_commit_description() -> str:
+    """The ``description`` of the pre-commit hook ``torch-pitfalls-lint`` in
+    ``.pre-commit-hooks.yaml``, from the rules: how many static rules there are, and their ids
+    (a plain YAML scalar: no ``": "`` or ``" #"``; a test checks that the file says this)."""
+    ids = static_ids()
+    opt_in = sum(1 for i in ids if not rules.rule(i).default)
+    return (
+        f"Find PyTorch pitfalls in Python files and Jupyter notebooks without running them "
+        f"({len(ids)} static rules, {ids[0]}-{ids[-1]}, {opt_in} of them opt-in); each finding "
+        f"links to the page that explains it."
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m torch_pitfalls.lint",
@@ -179,8 +305,14 @@ def _parser() -> argparse.ArgumentParser:
         f"rules (--explain ID for one's documentation):\n{rule_listing('lint')}\n\n"
         "runtime rules, of python -m torch_pitfalls.guards (not run here):\n"
         + "\n".join(line for line in rule_listing(None).splitlines() if "  TP0" in line),
-        epilog="Exit status: 0 nothing found, 1 findings, 2 usage error or a file that could not "
-        "be read or parsed. Suppress a finding with '# noqa: ID' on its line.",
+        epilog=textwrap.fill(EXIT_STATUS_HELP, 79)
+        + "\n\n"
+        + textwrap.fill(
+            f"Suppress a finding with '# noqa: ID' on its line. Settings: [tool.{SECTION}] in "
+            f"the first pyproject.toml found from the current folder up, keys "
+            f"{', '.join(KEYS)}.",
+            79,
+        ),
     )
     parser.add_argument(
         "--explain",
@@ -197,6 +329,34 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--ignore", type=_id_list, metavar="IDS", help="do not run these rules")
     parser.add_argument(
         "--enable", type=_id_list, metavar="IDS", help="also run these opt-in rules (TP104)"
+    )
+    parser.add_argument(
+        "--output-format",
+        choices=FORMATS,
+        help="how findings are printed: text (path:line:col: ID message → URL, the default), "
+        "json (a list of objects), sarif (SARIF 2.1.0, for code scanning), github (GitHub "
+        "Actions annotations); default: output-format of pyproject.toml, else text",
+    )
+    parser.add_argument(
+        "--fix",
+        action="store_true",
+        help="apply the safe fixes in place (rules that have one: --explain ID says), check "
+        "again, and print what is left",
+    )
+    parser.add_argument(
+        "--diff",
+        action="store_true",
+        help="print the safe fixes as a unified diff and change nothing (exit status 1 when "
+        "there are some)",
+    )
+    parser.add_argument(
+        "--config",
+        metavar="PATH",
+        help=f"read the settings from this pyproject.toml (its [tool.{SECTION}] table) instead "
+        "of the first one found from the current folder up",
+    )
+    parser.add_argument(
+        "--isolated", action="store_true", help="read no pyproject.toml: the options alone"
     )
     parser.add_argument(
         "--statistics",

@@ -9,6 +9,14 @@ Each module ``tpNNN_<name>.py`` of this package is the one home of one rule (``T
 * its check: ``check(context)`` for a static rule (:mod:`torch_pitfalls.lint`), which yields
   ``(line, column from 0)`` of each finding; for a runtime rule the functions its events call
   (:data:`EVENTS`; :mod:`torch_pitfalls.guards` resolves the names on entering);
+* for a static rule that can fix some of its findings, ``fix(context)``, which yields a
+  :class:`Fix` for each finding that it can fix safely, located where ``check`` reported it
+  (``python -m torch_pitfalls.lint --fix`` applies them, ``--diff`` shows them; it is called only
+  on a module where ``check`` found something, after ``check``, with the same context; a fix
+  whose finding is silenced by ``# noqa`` is not applied). For example, ``TP102``'s adds
+  ``training=self.training`` to ``F.dropout(x, 0.5)`` in a method of an ``nn.Module``:
+  ``yield Fix(call.lineno, call.col_offset, (Edit.insert(end.end_lineno, end.end_col_offset,
+  ", training=self.training"),))``, where ``end`` is the call's last argument;
 * its documentation, in its docstring, in one fixed shape (ruff's): the sections
   :data:`SECTIONS`, each under ``.. rubric::``; :func:`documentation` reads them, for the
   Detectors page, ``python -m torch_pitfalls.lint --explain ID`` and the API reference.
@@ -82,6 +90,47 @@ class Rule:
     def module(self) -> types.ModuleType:
         """The rule's module, its one home (``check``, ``forward``… and its documentation)."""
         return _MODULES[self.id]
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One change of a fix (:class:`Fix`): the text of the module from ``(line, col)`` to
+    ``(end_line, end_col)`` replaced by ``replacement`` (an insertion when both are the same).
+
+    Lines count from 1 and columns from 0, as :mod:`ast` counts them (``node.lineno``,
+    ``node.col_offset``, ``node.end_lineno``, ``node.end_col_offset``: UTF-8 bytes), so that a
+    rule takes them straight from the nodes it reads.
+    """
+
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+    replacement: str
+
+    def __post_init__(self) -> None:
+        if (self.line, self.col) > (self.end_line, self.end_col) or self.line < 1 or self.col < 0:
+            raise ValueError(f"an edit must end after it starts, at line 1 or later: {self}")
+
+    @classmethod
+    def insert(cls, line: int, col: int, text: str) -> Edit:
+        """Insert ``text`` at ``(line, col)``."""
+        return cls(line, col, line, col, text)
+
+
+@dataclass(frozen=True)
+class Fix:
+    """A safe fix of one finding of a static rule: its edits (:class:`Edit`, which must not
+    overlap), for the finding the rule's ``check`` reported at ``(line, col)``.
+
+    A fix is safe when it changes nothing but the pitfall: the fixed code does what its author
+    meant, and what it did when the pitfall did not bite. A rule whose fix is not safe says what
+    to write in its message instead.
+    """
+
+    line: int
+    col: int
+    edits: tuple[Edit, ...]
 
 
 def _rule(id, kind, slug, title_en, title_zh, message_en, message_zh, default=True, on=()) -> Rule:
@@ -277,11 +326,13 @@ def documentation(
 
 def explain(rule_id: str, *, language: str | None = None, base_url: str | None = None) -> str:
     """A rule's documentation as plain text, for a terminal (``--explain``): its id and title,
-    then each section of :func:`documentation` under its name."""
+    its kind (and ``opt-in``, ``fixable`` when its module has a ``fix``: see ``--fix``), then
+    each section of :func:`documentation` under its name."""
     found = rule(rule_id)
     lang = resolve_language(language)
     lines = [f"{found.id}: {found.title[lang]} ({found.kind}"
-             + ("" if found.default else ", opt-in") + ")"]  # fmt: skip
+             + ("" if found.default else ", opt-in")
+             + (", fixable" if hasattr(found.module, "fix") else "") + ")"]  # fmt: skip
     for name, body in documentation(rule_id, language=lang, base_url=base_url).items():
         body = re.sub(r"^\.\. code-block:: \w+\n\n", "", body, flags=re.MULTILINE)
         body = re.sub(r"(?::\w+:)?``?~?([^`]+)``?", r"\1", body)

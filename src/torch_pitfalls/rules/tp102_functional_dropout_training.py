@@ -11,6 +11,14 @@ such code only runs in training, where ``training=True`` is what it means (dropo
 inputs as noise, for example); a ``forward``, a ``validation_step`` or any other function
 is reported, since it also runs in evaluation. Reported at the call.
 
+Fixed by ``--fix`` (a safe fix: ``training=self.training`` keeps the dropout on in training
+and turns it off in evaluation, as ``nn.Dropout`` does) where the call is in the body of a
+method whose first parameter is ``self`` (not a ``staticmethod`` or ``classmethod``, nor in a
+function or lambda nested in the method, nor with ``self`` assigned in it), of a class that
+subclasses an ``nn.Module``: a class of ``torch.nn`` (``nn.Module``, ``nn.Sequential``…), a
+base named ``Module`` or ``LightningModule``, or a class of the same module that does. The
+keyword is added after the last argument. Elsewhere the message says what to pass.
+
 .. rubric:: Why is this bad?
 
 ``F.dropout`` defaults to ``training=True`` and does not follow ``model.eval()``: the evaluated
@@ -39,11 +47,13 @@ model still drops activations at random.
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 
 from torch_pitfalls.lint.analyses.expressions import expression_findings
+from torch_pitfalls.lint.analyses.scopes import FUNCTIONS, NESTED, identifier
 from torch_pitfalls.lint.context import Context
-from torch_pitfalls.rules import _rule
+from torch_pitfalls.rules import Edit, Fix, _rule
 
 RULE = _rule(
     "TP102",
@@ -62,3 +72,109 @@ def check(context: Context) -> Iterator[tuple[int, int]]:
     for line, col, rule_id in expression_findings(context):
         if rule_id == RULE.id:
             yield line, col
+
+
+_KEYWORD = "training=self.training"
+_MODULE_BASES = frozenset({"Module", "LightningModule"})
+
+
+def fix(context: Context) -> Iterator[Fix]:
+    """The safe fix of each finding in a method of an ``nn.Module`` (see the documentation):
+    ``training=self.training`` inserted after the call's last argument."""
+    found = {
+        (line, col) for line, col, rule_id in expression_findings(context) if rule_id == "TP102"
+    }
+    if not found or not context.source:
+        return
+    from torch_pitfalls.lint.fixes import SourceText
+
+    source = SourceText(context.source)
+    classes = {n.name: n for n in context.statements if isinstance(n, ast.ClassDef)}
+    for cls in classes.values():
+        if not _subclasses_a_module(cls, classes, context, set()):
+            continue
+        for method in cls.body:
+            if not isinstance(method, FUNCTIONS) or not _takes_self(method):
+                continue
+            for call in _calls(method):
+                if (call.lineno, call.col_offset) in found and (call.args or call.keywords):
+                    edit = _insertion(call, source)
+                    if edit is not None:
+                        yield Fix(call.lineno, call.col_offset, (edit,))
+
+
+def _subclasses_a_module(cls: ast.ClassDef, classes: dict, context: Context, seen: set) -> bool:
+    seen.add(cls.name)
+    for base in cls.bases:
+        name = context.imports.qualified_name(base) or ""
+        if name.startswith("torch.nn.") or identifier(base) in _MODULE_BASES:
+            return True
+        if (
+            isinstance(base, ast.Name)
+            and base.id in classes
+            and base.id not in seen
+            and _subclasses_a_module(classes[base.id], classes, context, seen)
+        ):
+            return True
+    return False
+
+
+def _takes_self(method: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    positional = (*method.args.posonlyargs, *method.args.args)
+    decorators = {identifier(d) for d in method.decorator_list}
+    if (
+        not positional
+        or positional[0].arg != "self"
+        or decorators & {"staticmethod", "classmethod"}
+    ):
+        return False
+    return not any(
+        isinstance(node, ast.Name) and node.id == "self" and not isinstance(node.ctx, ast.Load)
+        for node in ast.walk(method)
+    )
+
+
+def _calls(method: ast.AST) -> Iterator[ast.Call]:
+    """The calls in a method's body, not in functions, lambdas or classes nested in it."""
+    stack = list(method.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, NESTED):
+            continue
+        if isinstance(node, ast.Call):
+            yield node
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _insertion(call: ast.Call, source) -> Edit | None:
+    """``, training=self.training`` after the last argument (after the closing parentheses
+    around it), or `` training=self.training`` after a trailing comma."""
+    last = max((*call.args, *call.keywords), key=lambda n: (n.end_lineno, n.end_col_offset))
+    try:
+        start = source.offset(last.end_lineno, last.end_col_offset)
+        end = source.offset(call.end_lineno, call.end_col_offset) - 1  # the call's ")"
+    except ValueError:
+        return None
+    text = source.text
+    if text[end : end + 1] != ")":
+        return None
+    at, comma, i = start, False, start
+    while i < end:  # only ")", ",", blanks, backslashes and comments lie between
+        char = text[i]
+        if char == "#":
+            while i < end and text[i] not in "\r\n":
+                i += 1
+            continue
+        if char == ")":
+            at, comma = i + 1, False
+        elif char == ",":
+            at, comma = i + 1, True
+        elif not char.isspace() and char != "\\":
+            return None
+        i += 1
+    line, col = source.position(at)
+    if comma and call.end_lineno > line:  # one argument a line, each with a trailing comma
+        first = text[source.offset(last.lineno, 0) :]
+        indent = first[: len(first) - len(first.lstrip(" \t"))]
+        return Edit.insert(line, col, f"\n{indent}{_KEYWORD},")
+    return Edit.insert(line, col, f" {_KEYWORD}" if comma else f", {_KEYWORD}")
