@@ -25,7 +25,8 @@ DOCS = ROOT / "docs"
 BUILD = DOCS / "_build"
 HTML = BUILD / "html"
 LANGUAGES = ["en", "zh_CN"]  # English first: it runs the examples, Chinese reuses their outputs
-SPHINX = ["sphinx-build", "-W", "--keep-going", "-n", "-q"]
+# -j auto: pages are read in one process, written in parallel (docs/_ext/pitfalls: read_serially)
+SPHINX = ["sphinx-build", "-W", "--keep-going", "-n", "-q", "-j", "auto"]
 #: The scripts of tools/ run as modules from the repository root; those run outside the project's
 #: environments find its (standard-library-only) catalog through this path.
 SOURCES = {"PYTHONPATH": str(ROOT / "src")}

@@ -52,6 +52,8 @@ def build(language: str) -> tuple[float, int]:
             "--keep-going",
             "-n",
             "-q",
+            "-j",
+            "auto",  # as nox -s docs builds
             "-D",
             f"language={language}",
             "-d",

@@ -53,6 +53,8 @@ def main() -> int:
                 "-m",
                 "sphinx",
                 "-q",
+                "-j",
+                "auto",
                 "-D",
                 "language=en",
                 "-d",

@@ -54,6 +54,7 @@ def setup(app):
     app.connect("env-get-outdated", indexes.reread_on_catalog_change)
     app.connect("env-get-outdated", releases_section.recordings_changed)
     app.connect("env-before-read-docs", indexes.indexes_last)
+    app.connect("env-before-read-docs", read_serially, priority=900)
     app.connect("env-purge-doc", indexes.purge)
     app.connect("env-merge-info", indexes.merge)
 
@@ -86,6 +87,7 @@ def setup(app):
     app.add_directive("pitfalls-release-matrix", releases_section.matrix_directive())
 
     # -- Once every page is read, and when writing ------------------------------------------------
+    app.connect("env-updated", write_in_parallel, priority=100)
     app.connect("env-updated", search.write_scorer)
     app.connect("env-updated", gallery.freeze_heap, priority=900)
     app.connect("env-updated", search.keep_index_entries_in_search)
@@ -98,5 +100,25 @@ def setup(app):
     # -- Search languages: English and Chinese, one registration -----------------------------------
     search.search_languages(app)
 
-    # The error index lists what every page printed: the pages are read in one process.
-    return {"parallel_read_safe": False, "parallel_write_safe": True}
+    # The error index lists what every page printed: the pages are read in one process; with
+    # -j N they are written in parallel (read_serially).
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
+
+
+def read_serially(app, env, docnames) -> None:
+    """Read the pages in one process even under ``sphinx-build -j N``, and write them with N.
+
+    The error and symptom indexes are read last and list what every other page printed
+    (:func:`indexes.indexes_last`); read in parallel, each would see only its own chunk. Sphinx
+    decides to read in parallel right after this event, from ``app.parallel``; it is set to 1 for
+    the reading and put back once the pages are read (:func:`write_in_parallel`), when Sphinx
+    decides on the writing. ``parallel_read_safe`` is declared (a declared ``False`` is a
+    warning, and an error under ``-W``) because this makes the read serial.
+    """
+    app._pitfalls_parallel = app.parallel
+    app.parallel = 1
+
+
+def write_in_parallel(app, env) -> None:
+    """``env-updated``: give back the ``-j`` the build was started with, for the writing."""
+    app.parallel = getattr(app, "_pitfalls_parallel", app.parallel)
