@@ -21,10 +21,13 @@ clipping), edits of a module's tensors before a forward (``net[0].weight.data.no
 then a training loop), of a tensor from a factory (``torch.zeros``), on ``self.data`` /
 ``cls.data`` (a class's own attribute, not a tensor's) or ``x.grad.data`` (a gradient is
 not saved for backward); a backward in another function, a loop's next iteration, or a
-loss computed from the edited tensor through a call of another function. Reported at the
-edit. Reading through ``.data`` is not reported. Opt-in: a backward called through another
-object (``fabric.backward(loss)``, Lightning's ``manual_backward(loss)``) is taken for the
-backward of the tensor the edit belongs to, which real training code does correctly.
+loss computed from the edited tensor through a call of another function. A backward called
+through another object, ``fabric.backward(loss)`` (Lightning Fabric), ``accelerator``,
+``engine`` / ``model_engine`` (DeepSpeed), ``booster`` (ColossalAI), ``strategy`` or
+``precision_plugin`` (Lightning) and ``self.manual_backward(loss)``, is the backward of its
+argument. Reported at the edit. Reading through ``.data`` is not reported. Opt-in: over
+thirteen public codebases it reported three edits, a deliberate demonstration and two of the
+Fabric form now recognised; too few findings to measure its false alarms.
 
 .. rubric:: Why is this bad?
 

@@ -25,7 +25,7 @@ _FACTORIES = frozenset(
 def data_edit_findings(context) -> list[tuple[int, int, str]]:
     """``(line, col, "TP104")`` of each edit through ``.data`` before a backward."""
     found: list[tuple[int, int, str]] = []
-    if {"backward", "data"} <= context.attributes:
+    if "data" in context.attributes and {"backward", "manual_backward"} & context.attributes:
         _DataEditChecker(context.tree, _imports(context), found).check()
     return found
 
@@ -146,10 +146,13 @@ class _DataEditChecker:
 
     def _call_events(self, node: ast.Call, self_name, edits, backwards) -> None:
         func, position = node.func, (node.lineno, node.col_offset)
-        if func.attr == "backward":
+        if func.attr in ("backward", "manual_backward"):
             tensor = func.value
             if self.imports.qualified_name(func.value) == "torch.autograd":
                 tensor = node.args[0] if node.args else None
+            elif func.attr == "manual_backward" or _last_name(func.value) in BACKWARD_WRAPPERS:
+                # fabric.backward(loss), self.manual_backward(loss): the loss is the tensor
+                tensor = node.args[0] if node.args else _keyword(node, "loss", "tensor")
             elif (self.imports.qualified_name(func.value) or "").startswith(DISTRIBUTED):
                 tensor = None
             root = _root_name(tensor)
@@ -186,6 +189,29 @@ class _DataEditChecker:
         if isinstance(owner, ast.Name):
             return owner.id not in ("self", "cls", self_name)
         return not (isinstance(owner, ast.Attribute) and owner.attr == "grad")
+
+
+BACKWARD_WRAPPERS = frozenset(
+    {"fabric", "accelerator", "engine", "model_engine", "booster", "strategy", "precision_plugin"}
+)
+"""Objects whose ``.backward(loss)`` runs the backward of its argument: Lightning Fabric,
+Hugging Face Accelerate, DeepSpeed's engine, ColossalAI's booster, Lightning's strategies and
+precision plugins (named as their documentation names them); Lightning's ``manual_backward(loss)``
+too. For them the tensor back-propagated is the argument, not the receiver."""
+
+
+def _last_name(node: ast.expr) -> str | None:
+    """``fabric`` for ``fabric`` and ``self.fabric``; None for anything else."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return None
+
+
+def _keyword(call: ast.Call, *names: str) -> ast.expr | None:
+    """The value of the first keyword argument of ``call`` named one of ``names``."""
+    return next((k.value for k in call.keywords if k.arg in names), None)
 
 
 def _target_elements(target: ast.expr) -> Iterator[ast.expr]:
