@@ -10,7 +10,8 @@ harness and the real search box agree.
 
 Rank 1 and top 3 are reported per language and kind (``pytest -s`` prints the table) and must stay
 at or above :data:`FLOORS`, the measured level (a ratchet: raise it when search improves, never
-lower it). :data:`TARGETS` are issue 24's goal, printed beside them.
+lower it); the held-out set (:data:`HELD_OUT`) has floors of its own. :data:`TARGETS` are issue
+24's goal, printed beside them, judged on the held-out set.
 """
 
 from __future__ import annotations
@@ -40,10 +41,18 @@ TARGETS = {"en": (0.90, 0.97), "zh_CN": (0.85, 0.97)}
 #: pages take rank 1 from older pages for some queries); all 607 queries, with the 123 of the new
 #: pages and variants, below.
 FLOORS = {"en": (0.873, 0.963), "zh_CN": (0.885, 0.967)}
+#: The held-out set: written by someone who had read neither the search phrases nor the other sets,
+#: and measured before any change to the search (issue 24's targets are judged on it). Its own
+#: floors, (rank 1, top 3) per language, a ratchet like FLOORS; FLOORS apply to the other sets.
+#: Measured before any change, December 2026 (227 queries, all 100 pages): en 88.5% / 98.2%,
+#: zh 87.7% / 97.4%; error index 75.0% of its 72 pasted messages.
+HELD_OUT = "set 5"
+HELD_OUT_FLOORS = {"en": (0.884, 0.982), "zh_CN": (0.877, 0.973)}
 #: The error index, searched with Ctrl+F: the share of pasted first lines that reach their page
 #: (sets 1-2 alone: 86.4%; sets 1-3 at 100 pages: at least 82.8%; all 607 queries: 77.7%, most
 #: of the misses CUDA-only messages that no page prints on this machine, issue 28).
 ERROR_INDEX_FLOOR = 0.776
+HELD_OUT_ERROR_INDEX_FLOOR = 0.75
 
 #: Runs one query through the search page's code; returns the docnames in the displayed order.
 RANK_JS = """
@@ -61,9 +70,25 @@ RANK_JS = """
 SEARCH_BYTES_BUDGET = 1_500_000
 
 
+#: A set's heading in the query file, ``# ---…--- set 2`` (set 1 is headed by its languages).
+SET_HEADING = re.compile(r"^# -{8,} (.+)$")
+
+
 def queries() -> list[dict]:
+    """The queries of the file, in order, each with the set it belongs to (``set``: the heading
+    above it, up to a colon; the first set, headed by its languages, is ``set 1``)."""
     with QUERIES_FILE.open("rb") as file:
-        return tomllib.load(file)["queries"]
+        loaded = tomllib.load(file)["queries"]
+    sets, current = [], "set 1"
+    for line in QUERIES_FILE.read_text(encoding="utf-8").splitlines():
+        heading = SET_HEADING.match(line)
+        if heading:
+            name = heading[1].split(":")[0].strip()
+            current = "set 1" if name in LANGUAGES else name
+        elif line.strip() == "[[queries]]":
+            sets.append(current)
+    assert len(sets) == len(loaded), "a [[queries]] table the heading count missed"
+    return [{**query, "set": name} for query, name in zip(loaded, sets, strict=True)]
 
 
 def rank(found: list[str], accepted: set[str]) -> int | None:
@@ -96,10 +121,11 @@ def ranks(browser, site_url) -> dict[str, list[tuple[dict, int | None, list[str]
 TIMES: dict[str, list[float]] = {}  # language -> milliseconds per query, filled by ranks()
 
 
-def table(ranks) -> str:
+def table(ranks, chosen_set: str | None = None) -> str:
+    """Rank 1 and top 3 per language and kind, of all the queries or of one set's."""
     lines = ["| language | kind | queries | rank 1 | top 3 |", "| --- | --- | ---: | ---: | ---: |"]
     for language in LANGUAGES:
-        rows = ranks[language]
+        rows = [row for row in ranks[language] if chosen_set in (None, row[0]["set"])]
         for kind in (*KINDS, "all"):
             chosen = [r for q, r, _ in rows if kind in ("all", q["kind"])]
             if not chosen:
@@ -112,7 +138,7 @@ def table(ranks) -> str:
 
 def misses(ranks, language: str) -> str:
     return "\n".join(
-        f"  {r if r else '-'}: {q['query'][:70]!r} -> {q['page']} (found {found})"
+        f"  {q['set']} {r if r else '-'}: {q['query'][:70]!r} -> {q['page']} (found {found})"
         for q, r, found in ranks[language]
         if r != 1
     )
@@ -136,16 +162,23 @@ def test_queries_cover_both_languages_and_every_kind():
 @pytest.mark.parametrize("language", LANGUAGES)
 def test_findability_stays_at_or_above_the_floor(ranks, language):
     report = table(ranks)
-    print(f"\nfindability (targets: {TARGETS}; floors: {FLOORS})\n{report}")
+    print(f"\nfindability (targets: {TARGETS}; floors: {FLOORS}, {HELD_OUT}: {HELD_OUT_FLOORS})")
+    print(report)
+    for name in dict.fromkeys(q["set"] for q in queries()):
+        print(f"\n{name}:\n{table(ranks, name)}")
     print(f"\nnot first ({language}):\n{misses(ranks, language)}")
-    rows = ranks[language]
-    first = sum(r == 1 for _, r, _ in rows) / len(rows)
-    top = sum(r is not None and r <= 3 for _, r, _ in rows) / len(rows)
-    floor_first, floor_top = FLOORS[language]
-    assert first >= floor_first and top >= floor_top, (
-        f"{language}: rank 1 {first:.1%} (floor {floor_first:.1%}), top 3 {top:.1%} "
-        f"(floor {floor_top:.1%})\n{report}\n{misses(ranks, language)}"
-    )
+    failures = []
+    for held_out, floors in ((False, FLOORS), (True, HELD_OUT_FLOORS)):
+        rows = [row for row in ranks[language] if (row[0]["set"] == HELD_OUT) == held_out]
+        first = sum(r == 1 for _, r, _ in rows) / len(rows)
+        top = sum(r is not None and r <= 3 for _, r, _ in rows) / len(rows)
+        floor_first, floor_top = floors[language]
+        if first < floor_first or top < floor_top:
+            failures.append(
+                f"{language}, {HELD_OUT if held_out else 'the other sets'}: rank 1 {first:.1%} "
+                f"(floor {floor_first:.1%}), top 3 {top:.1%} (floor {floor_top:.1%})"
+            )
+    assert not failures, "\n".join(failures) + f"\n{report}\n{misses(ranks, language)}"
 
 
 @pytest.mark.parametrize("language", LANGUAGES)
@@ -239,10 +272,18 @@ def test_the_error_index_reaches_the_page_of_a_pasted_first_line(site_url):
                 if hits:
                     break
             results.append((query, typed, bool(accepted & hits)))
-    reached = sum(ok for _, _, ok in results) / len(results)
-    print(f"\nerror index: {reached:.1%} of {len(results)} pasted first lines reach their page")
-    missed = "\n".join(f"  {t!r} -> {q['page']}" for q, t, ok in results if not ok)
-    assert reached >= ERROR_INDEX_FLOOR, f"{reached:.1%} < {ERROR_INDEX_FLOOR:.1%}\n{missed}"
+    print("\nerror index: the share of pasted first lines that reach their page")
+    failures = []
+    for held_out, floor in ((False, ERROR_INDEX_FLOOR), (True, HELD_OUT_ERROR_INDEX_FLOOR)):
+        of_set = [ok for q, _, ok in results if (q["set"] == HELD_OUT) == held_out]
+        reached = sum(of_set) / len(of_set)
+        name = HELD_OUT if held_out else "the other sets"
+        print(f"  {name}: {reached:.1%} of {len(of_set)} (floor {floor:.1%})")
+        if reached < floor:
+            failures.append(f"{name}: {reached:.1%} < {floor:.1%}")
+    missed = "\n".join(f"  {q['set']} {t!r} -> {q['page']}" for q, t, ok in results if not ok)
+    print(f"not reached:\n{missed}")
+    assert not failures, "\n".join(failures) + f"\n{missed}"
 
 
 @pytest.mark.parametrize("language", LANGUAGES)
