@@ -121,11 +121,11 @@ def ranks(browser, site_url) -> dict[str, list[tuple[dict, int | None, list[str]
 TIMES: dict[str, list[float]] = {}  # language -> milliseconds per query, filled by ranks()
 
 
-def table(ranks, chosen_set: str | None = None) -> str:
-    """Rank 1 and top 3 per language and kind, of all the queries or of one set's."""
+def table(ranks, keep=lambda query: True) -> str:
+    """Rank 1 and top 3 per language and kind, of the queries ``keep`` keeps (all of them)."""
     lines = ["| language | kind | queries | rank 1 | top 3 |", "| --- | --- | ---: | ---: | ---: |"]
     for language in LANGUAGES:
-        rows = [row for row in ranks[language] if chosen_set in (None, row[0]["set"])]
+        rows = [row for row in ranks[language] if keep(row[0])]
         for kind in (*KINDS, "all"):
             chosen = [r for q, r, _ in rows if kind in ("all", q["kind"])]
             if not chosen:
@@ -164,8 +164,9 @@ def test_findability_stays_at_or_above_the_floor(ranks, language):
     report = table(ranks)
     print(f"\nfindability (targets: {TARGETS}; floors: {FLOORS}, {HELD_OUT}: {HELD_OUT_FLOORS})")
     print(report)
+    print(f"\nthe sets before {HELD_OUT}:\n{table(ranks, lambda q: q['set'] != HELD_OUT)}")
     for name in dict.fromkeys(q["set"] for q in queries()):
-        print(f"\n{name}:\n{table(ranks, name)}")
+        print(f"\n{name}:\n{table(ranks, lambda q, name=name: q['set'] == name)}")
     print(f"\nnot first ({language}):\n{misses(ranks, language)}")
     failures = []
     for held_out, floors in ((False, FLOORS), (True, HELD_OUT_FLOORS)):

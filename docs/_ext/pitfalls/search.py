@@ -265,25 +265,49 @@ var pitfallsNormal = (text) => text.toLowerCase()
   .replace(/\d+/g, "0").replace(/\s+/g, " ")
   .replace(/ ?([\u3400-\u9fff\uff00-\uffef]) ?/g, "$1") // "loss不降" is "loss 不降"
   .trim();
+// A phrase is compared as the query is: without the values of the reader's own run (shapes,
+// sizes, paths), which a printed message holds too; a message whose shapes have the ranks of the
+// query's (torch.Size([64]) and torch.Size([64, 1]), not torch.Size([1]) and torch.Size([]))
+// comes before one that only shares its words.
+var pitfallsShapes = (text) =>
+  (text.match(/torch\.Size\(\[[\d, ]*\]\)|\[[\d, ]*\]/g) || [])
+    .map((shape) => (shape.match(/\d+/g) || []).length)
+    .join(",");
+var pitfallsNormalCache = new Map();
+var pitfallsNormalPhrase = (phrase) => {
+  if (!pitfallsNormalCache.has(phrase))
+    pitfallsNormalCache.set(phrase, [
+      pitfallsNormal(pitfallsClean(phrase)),
+      pitfallsShapes(phrase),
+    ]);
+  return pitfallsNormalCache.get(phrase);
+};
+var PITFALLS_PREFIX = 40; // a pasted beginning of a message at least this long names its page
 var Scorer = {
   score: (result) => {
     const [docname, title, anchor, descr, score, filename, kind] = result;
-    const query = pitfallsNormal(
-      pitfallsClean(new URLSearchParams(window.location.search).get("q") || ""),
-    );
+    const typed = new URLSearchParams(window.location.search).get("q") || "";
+    const query = pitfallsNormal(pitfallsClean(typed));
+    const shapes = pitfallsShapes(typed);
     let bonus = 0;
     for (const [phrase, weight] of PITFALLS_PHRASES[docname] || []) {
-      const norm = pitfallsNormal(phrase);
+      const [norm, phraseShapes] = pitfallsNormalPhrase(phrase);
       if (norm.length < 3) continue;
-      if (query === norm) bonus = Math.max(bonus, 150 + weight + 2 * norm.length);
+      let value = 0;
+      if (query === norm) value = 150 + weight + 2 * norm.length;
       else if (query.includes(norm))
         // a phrase that is a small part of a long query names the page less surely
-        bonus = Math.max(
-          bonus,
-          (50 + weight + 2 * norm.length) * Math.min(1, (2 * norm.length) / query.length),
-        );
-      else if (norm.includes(query) && 2 * query.length >= norm.length)
-        bonus = Math.max(bonus, 50 + weight + 2 * query.length);
+        value = (50 + weight + 2 * norm.length) * Math.min(1, (2 * norm.length) / query.length);
+      else if (
+        norm.includes(query)
+        && (2 * query.length >= norm.length
+          // a message pasted up to where the reader's copy ended
+          || (norm.startsWith(query) && query.length >= PITFALLS_PREFIX))
+      )
+        value = 50 + weight + 2 * query.length;
+      if (value > 0 && shapes && phraseShapes)
+        if (shapes.startsWith(phraseShapes) || phraseShapes.startsWith(shapes)) value += 5;
+      bonus = Math.max(bonus, value);
     }
     if (PITFALLS_LOW.includes(docname)) bonus -= 10;
     return score + bonus;
