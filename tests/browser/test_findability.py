@@ -223,26 +223,44 @@ CTRL_F_END = re.compile(r"""[\d'"\[(<{/]|[.:;,，。：](?:\s|$)""")
 MESSAGE_START = re.compile(r"((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Warning|Exception)):\s*(\S.*)")
 CJK_WORDS = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]+")
 #: What a log line puts before the message: torchrun's rank, glog's level, time, thread and place,
-#: the word "Warning:" of a C++ warning, and TorchDynamo's frame and compile ids (``[0/8]``).
+#: NCCL's rank, the word "Warning:" of a C++ warning, and TorchDynamo's frame and compile ids
+#: (``[0/8]``).
 LOG_PREFIX = re.compile(
     r"^(?:\[rank\d+\]:\s*)?(?:[WEI]\d{4} [\d:.]+ \d+ \S+\] |\[[WEI] [\w.]+:\d+\] )?"
-    r"(?:Warning: )?(?:\[\d+/\d+\] )?"
+    r"(?:\[Rank \d+\] )?(?:Warning: )?(?:\[\d+/\d+\] )?"
 )
 
 
 def ctrl_f_text(query: str) -> str:
     """What a reader who pasted ``query`` starts typing into Ctrl+F: the message after its class
-    (their own Chinese words left out), up to the end of its first clause or the first value of
-    their own run, at most eight words and at least the first three."""
-    lines = query.strip().splitlines()
-    line = next((ln for ln in lines if MESSAGE_START.search(ln)), lines[0])
-    match = MESSAGE_START.search(line)
-    message = CJK_WORDS.sub(" ", match[2] if match else LOG_PREFIX.sub("", line)).strip()
+    (the last one of a traceback, which Python prints last; on the next line when its class's
+    line ends at the colon), else the last stretch of the query without Chinese that has three
+    words (the message after the reader's own words), up to the end of its first clause or the first
+    value of their own run, at most eight words and at least the first three."""
+    lines = [line for line in query.strip().splitlines() if line.strip()]
+    messages = [i for i, line in enumerate(lines) if MESSAGE_START.search(line)]
+    bare = [i for i, line in enumerate(lines) if BARE_CLASS.match(line) and i + 1 < len(lines)]
+    if messages or bare:
+        i = max(messages + bare)
+        line = LOG_PREFIX.sub("", lines[i]).strip()
+        match = MESSAGE_START.search(line)
+        message = match[2] if match else lines[i + 1]
+    else:
+        line = LOG_PREFIX.sub("", lines[0])
+        # the reader's words come first ("… 报错 <message>"): the last stretch of three words
+        stretches = [part for part in CJK_WORDS.split(line) if part.strip()]
+        worded = [part for part in stretches if len(part.split()) >= 3]
+        message = (worded or [max(stretches, key=len, default=line)])[-1]
+    message = CJK_WORDS.sub(" ", message).strip()
     cut = CTRL_F_END.search(message)
     head = " ".join((message[: cut.start()] if cut else message).split()[:8])
     if len(head.split()) < 3:
         head = " ".join(message.split()[:3])
     return head.strip(" :,.")
+
+
+#: A line that holds only an exception's class: its message follows on the next line.
+BARE_CLASS = re.compile(r"^\s*(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Warning|Exception):\s*$")
 
 
 def test_the_error_index_reaches_the_page_of_a_pasted_first_line(site_url):
