@@ -251,7 +251,7 @@ def ctrl_f_text(query: str) -> str:
         stretches = [part for part in CJK_WORDS.split(line) if part.strip()]
         worded = [part for part in stretches if len(part.split()) >= 3]
         message = (worded or [max(stretches, key=len, default=line)])[-1]
-    message = CJK_WORDS.sub(" ", message).strip()
+    message = SOURCE_PLACE.sub("", CJK_WORDS.sub(" ", message).strip())
     cut = CTRL_F_END.search(message)
     head = " ".join((message[: cut.start()] if cut else message).split()[:8])
     if len(head.split()) < 3:
@@ -259,6 +259,9 @@ def ctrl_f_text(query: str) -> str:
     return head.strip(" :,.")
 
 
+#: The place in PyTorch's C++ sources that some messages start with (gloo's
+#: ``[/opt/conda/…/unbound_buffer.cc:81] Timed out …``): not what a reader types.
+SOURCE_PLACE = re.compile(r"^\[[^\]\s]+:\d+\]\s*")
 #: A line that holds only an exception's class: its message follows on the next line.
 BARE_CLASS = re.compile(r"^\s*(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Warning|Exception):\s*$")
 
