@@ -70,6 +70,23 @@ def test_a_record_naming_no_page_is_refused():
         assert expected in message
 
 
+def test_a_log_line_needs_a_source_and_a_valid_pattern():
+    text = (
+        '[[topics]]\nname = "t"\ncolour = "#000"\nsign = "x"\n'
+        '[pages.one]\ntopic = "t"\n'
+        '[[pages.one.log_lines]]\npattern = "hit config"\n'
+        '[[pages.one.log_lines]]\nsource = "argparse"\npattern = "error: ("\n'
+    )
+    with pytest.raises(ValueError) as raised:
+        catalog.parse(text, "test.toml")
+    assert "[pages.one]: a log line needs a source and a pattern" in str(raised.value)
+    assert "pattern 'error: ('" in str(raised.value)
+    good = text.replace('pattern = "hit config"', 'source = "torch._dynamo"\npattern = "hit"')
+    good = good.replace('"error: ("', '"error: unrecognized"')
+    (page,) = catalog.parse(good).pages
+    assert [line["source"] for line in page.log_lines] == ["torch._dynamo", "argparse"]
+
+
 def test_a_page_not_in_the_catalog_gets_a_clear_error():
     with pytest.raises(KeyError, match=r"no page 'retain-graf' in the catalog.*retain-graph"):
         catalog.page("retain-graf")

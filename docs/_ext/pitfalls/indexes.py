@@ -99,12 +99,39 @@ def declared_lines(text: str, patterns: list[str]) -> list[tuple[str, str]]:
     return found
 
 
+def log_lines(text: str, declared: list[dict]) -> list[tuple[str, str]]:
+    """``(source, line)`` of each line of an output that one of the page's declared log lines
+    (``log_lines`` of its record: a log warning, a launcher's error) matches, from where it
+    matches.
+
+    >>> output = "W1204 x.py:1] torch._dynamo hit config.recompile_limit (8)\\nok"
+    >>> log_lines(output, [{"source": "torch._dynamo", "pattern": "torch._dynamo hit config"}])
+    [('torch._dynamo', 'torch._dynamo hit config.recompile_limit (8)')]
+    """
+    found = []
+    for line in text.splitlines():
+        for entry in declared:
+            match = re.search(entry["pattern"], line)
+            if match:
+                found.append((entry["source"], line[match.start() :].strip()))
+                break
+    return found
+
+
+def log_sources() -> set[str]:
+    """The ``source`` of every declared log line: the error index's headings that are no
+    class (their lines are listed as printed, without a class before them)."""
+    return {line["source"] for page in catalog.pages() for line in page.log_lines}
+
+
 def printed_messages(doctree, docname: str) -> list[Printed]:
-    """Every PyTorch message that the executed outputs of a page print, with its section."""
+    """Every PyTorch message that the executed outputs of a page print, with its section (and
+    the log lines its record declares)."""
     from docutils import nodes
 
     slug = gallery_slug(docname)
     patterns = [m["pattern"] for m in catalog.page(slug).messages] if slug else []
+    declared = list(catalog.page(slug).log_lines) if slug else []
     found = []
     for block in doctree.findall(nodes.literal_block):
         if not _is_output(block):
@@ -113,7 +140,8 @@ def printed_messages(doctree, docname: str) -> list[Printed]:
         section_id = section["ids"][0] if section is not None and section["ids"] else ""
         title = section[0].astext() if section is not None else ""
         text = block.astext()
-        for kind, message in message_lines(text) + declared_lines(text, patterns):
+        lines = message_lines(text) + declared_lines(text, patterns) + log_lines(text, declared)
+        for kind, message in lines:
             printed = Printed(kind, message, docname, section_id, title)
             if printed not in found:
                 found.append(printed)
@@ -302,7 +330,8 @@ def error_index_directive():
                             if i:
                                 links += nodes.Text(" · ")
                             links += _section_ref(self.env.docname, item)
-                    entry.insert(0, _gloss(self, head))
+                    if kind not in log_sources():  # a log line has no gloss: no message
+                        entry.insert(0, _gloss(self, head))
                     section += entry
                 result.append(section)
             older = older_wordings({(k, message_head(m)) for k, m in places})
@@ -340,7 +369,7 @@ def _message_entry(entry, kind: str, message: str):
     links to ``entry``; return that paragraph."""
     from docutils import nodes
 
-    text = f"{kind}: {message}"
+    text = message if kind in log_sources() else f"{kind}: {message}"
     literal = nodes.literal_block(text, text, classes=["pitfalls-error-message"])
     literal["language"] = "none"
     literal["translatable"] = False
@@ -476,6 +505,8 @@ def registry_problems(places: dict[tuple[str, str], list[Printed]]) -> list[str]
         slugs = {page_slug(item.docname) for item in where}
         kind_name = kind.rsplit(".", 1)[-1]
         if messages.not_pytorchs(kind_name, message) or messages.generic(kind_name, message):
+            continue
+        if kind in log_sources():  # declared by the page's record, not the guards' registry
             continue
         entry = messages.find(kind_name, message)
         if entry is None:

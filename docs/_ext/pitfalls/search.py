@@ -10,9 +10,10 @@
 - **Ranked retrieval** (``RANKED_SEARCH_JS``, in the scorer's file): replaces Sphinx's full-text
   step, which keeps only the pages holding every word of the query. A page ranks by the share of
   the query it explains (words weighted by inverse document frequency, title words double,
-  BM25's length normalisation, pages that gather every summary lower); a word no page holds is
-  left out, so a pasted line with the reader's own names still finds its page. The catalog's
-  phrases rank the same way. Measured by ``tests/browser/test_findability.py``.
+  BM25's length normalisation, pages that gather every summary lower, a Chinese bigram that is
+  not a word of the site less); a word no page holds is left out, so a pasted line with the
+  reader's own names still finds its page. The catalog's phrases rank the same way. Measured by
+  ``tests/browser/test_findability.py``.
 - **Languages** (:func:`search_languages`, the one ``add_search_language``): each language's query
   splitter reads a pasted message by its stable beginning (:func:`message_aware`); the Chinese one
   also indexes and queries overlapping CJK bigrams, and a glossary term under its variants too
@@ -68,6 +69,34 @@ def cjk_bigrams(text: str) -> list[str]:
     for run in CJK_RUN.findall(text):
         terms.extend([run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)])
     return terms
+
+
+def chinese_words(texts: list[str]) -> list[str]:
+    """The two-character words of ``texts``: their bigrams that jieba's dictionary lists.
+
+    A query's bigrams that are not words (加求 and 和结 of 累加求和结果) straddle two words;
+    rare in the pages, they would weigh more than the words themselves, so the ranked search
+    (``RANKED_SEARCH_JS``) weighs them less.
+
+    >>> chinese_words(["累加求和结果不对"])
+    ['不对', '求和', '累加', '结果']
+    """
+    import jieba
+
+    jieba.initialize()
+    bigrams = {term for text in texts for term in cjk_bigrams(text) if len(term) == 2}
+    return sorted(term for term in bigrams if jieba.dt.FREQ.get(term, 0) > 0)
+
+
+def site_chinese_words() -> list[str]:
+    """:func:`chinese_words` of the Chinese site: its catalogs' translations and the catalog's
+    Chinese search phrases (read from the files: the scorer is written on every build)."""
+    texts = [
+        path.read_text(encoding="utf-8")
+        for path in sorted((DOCS / "locale" / "zh_CN" / "LC_MESSAGES").rglob("*.po"))
+    ]
+    texts += [phrase for page in catalog.pages() for phrase in page.search_zh]
+    return chinese_words(texts)
 
 
 #: ``splitQuery`` for the search page: the same bigrams as :func:`cjk_bigrams`, plus every
@@ -260,30 +289,55 @@ SCORER_JS = r"""
 var PITFALLS_PHRASES = __PHRASES__;
 var PITFALLS_LOW = __LOW__;
 var PITFALLS_HUBS = __HUBS__;
+var PITFALLS_WORDS = __WORDS__; // the Chinese site's two-character words (null in English)
 var pitfallsNormal = (text) => text.toLowerCase()
   .replace(/^\s*[\w.]*(error|warning|exception):\s*/, "")
   .replace(/\d+/g, "0").replace(/\s+/g, " ")
   .replace(/ ?([\u3400-\u9fff\uff00-\uffef]) ?/g, "$1") // "loss不降" is "loss 不降"
   .trim();
+// A phrase is compared as the query is: without the values of the reader's own run (shapes,
+// sizes, paths), which a printed message holds too; a message whose shapes have the ranks of the
+// query's (torch.Size([64]) and torch.Size([64, 1]), not torch.Size([1]) and torch.Size([]))
+// comes before one that only shares its words.
+var pitfallsShapes = (text) =>
+  (text.match(/torch\.Size\(\[[\d, ]*\]\)|\[[\d, ]*\]/g) || [])
+    .map((shape) => (shape.match(/\d+/g) || []).length)
+    .join(",");
+var pitfallsNormalCache = new Map();
+var pitfallsNormalPhrase = (phrase) => {
+  if (!pitfallsNormalCache.has(phrase))
+    pitfallsNormalCache.set(phrase, [
+      pitfallsNormal(pitfallsClean(phrase)),
+      pitfallsShapes(phrase),
+    ]);
+  return pitfallsNormalCache.get(phrase);
+};
+var PITFALLS_PREFIX = 40; // a pasted beginning of a message at least this long names its page
 var Scorer = {
   score: (result) => {
     const [docname, title, anchor, descr, score, filename, kind] = result;
-    const query = pitfallsNormal(
-      pitfallsClean(new URLSearchParams(window.location.search).get("q") || ""),
-    );
+    const typed = new URLSearchParams(window.location.search).get("q") || "";
+    const query = pitfallsNormal(pitfallsClean(typed));
+    const shapes = pitfallsShapes(typed);
     let bonus = 0;
     for (const [phrase, weight] of PITFALLS_PHRASES[docname] || []) {
-      const norm = pitfallsNormal(phrase);
+      const [norm, phraseShapes] = pitfallsNormalPhrase(phrase);
       if (norm.length < 3) continue;
-      if (query === norm) bonus = Math.max(bonus, 150 + weight + 2 * norm.length);
+      let value = 0;
+      if (query === norm) value = 150 + weight + 2 * norm.length;
       else if (query.includes(norm))
         // a phrase that is a small part of a long query names the page less surely
-        bonus = Math.max(
-          bonus,
-          (50 + weight + 2 * norm.length) * Math.min(1, (2 * norm.length) / query.length),
-        );
-      else if (norm.includes(query) && 2 * query.length >= norm.length)
-        bonus = Math.max(bonus, 50 + weight + 2 * query.length);
+        value = (50 + weight + 2 * norm.length) * Math.min(1, (2 * norm.length) / query.length);
+      else if (
+        norm.includes(query)
+        && (2 * query.length >= norm.length
+          // a message pasted up to where the reader's copy ended
+          || (norm.startsWith(query) && query.length >= PITFALLS_PREFIX))
+      )
+        value = 50 + weight + 2 * query.length;
+      if (value > 0 && shapes && phraseShapes)
+        if (shapes.startsWith(phraseShapes) || phraseShapes.startsWith(shapes)) value += 5;
+      bonus = Math.max(bonus, value);
     }
     if (PITFALLS_LOW.includes(docname)) bonus -= 10;
     return score + bonus;
@@ -323,6 +377,14 @@ var pitfallsFiles = (table, word) => {
   return files.length === undefined ? [files] : files;
 };
 var PITFALLS_SHARE = 0.35; // the least share of the query a page must explain
+// A Chinese query is split into overlapping bigrams: one that is not a word of the site straddles
+// two words (加求 in 累加求和) and says less than its rarity suggests.
+var PITFALLS_WORDS_SET = PITFALLS_WORDS && new Set(PITFALLS_WORDS);
+var PITFALLS_STRADDLING = 0.6;
+var pitfallsWordness = (word) =>
+  PITFALLS_WORDS_SET && /^[\u3400-\u9fff]{2}$/.test(word) && !PITFALLS_WORDS_SET.has(word)
+    ? PITFALLS_STRADDLING
+    : 1;
 var pitfallsLengthCache = null;
 var pitfallsLengths = (index) => {
   // each page's number of distinct words, over the average page's
@@ -364,7 +426,7 @@ var pitfallsRank = (searchTerms, excludedTerms) => {
     }
     const files = new Set([...text, ...title]);
     if (!files.size) continue; // a word no page holds says nothing about which page
-    weight.set(word, partial * Math.log(1 + count / files.size));
+    weight.set(word, partial * pitfallsWordness(word) * Math.log(1 + count / files.size));
     text.forEach((file) => add(file, word, 1));
     title.forEach((file) => add(file, word, 2));
   }
@@ -517,7 +579,9 @@ def write_scorer(app, env) -> None:
     phrases = scorer_phrases(all_printed(env), language_of(app.config))
     text = SCORER_JS.replace("__PHRASES__", json.dumps(phrases, ensure_ascii=False, sort_keys=True))
     text = text.replace("__LOW__", json.dumps(LOW_PAGES))
-    text = text.replace("__HUBS__", json.dumps(HUB_PAGES)) + RANKED_SEARCH_JS
+    text = text.replace("__HUBS__", json.dumps(HUB_PAGES))
+    words = site_chinese_words() if language_of(app.config) == "zh_CN" else None
+    text = text.replace("__WORDS__", json.dumps(words, ensure_ascii=False)) + RANKED_SEARCH_JS
     path = Path(app.config.html_search_scorer)
     path.parent.mkdir(parents=True, exist_ok=True)
     if not path.exists() or path.read_text(encoding="utf-8") != text:

@@ -120,6 +120,11 @@ class Page:
         messages: PyTorch's errors and warnings it explains, each a ``dict`` with ``kind``,
             ``category``, ``pattern`` and optionally ``rule`` and ``until``
             (:mod:`torch_pitfalls.messages` reads them).
+        log_lines: lines its outputs print that readers paste but that are no ``Class: message``
+            (a TorchDynamo log warning, a launcher's argument error), each a ``dict`` with
+            ``source`` (what prints it: ``"torch._dynamo"``, ``"argparse"``) and ``pattern`` (a
+            regular expression searched in an output's line; the error index lists the line
+            from where it matches).
         no_detector: for a page that no rule of the detectors finds, why none can be precise
             (one sentence, English); the box at the top of the page shows it, or the page's
             rules (:mod:`torch_pitfalls.rules`) where it has some.
@@ -133,6 +138,7 @@ class Page:
     related: tuple[str, ...] = ()
     symptoms: tuple[str, ...] = ()
     messages: tuple[dict, ...] = ()
+    log_lines: tuple[dict, ...] = ()
     no_detector: str = ""
     no_detector_zh: str = ""
 
@@ -243,6 +249,13 @@ def parse(text: str, source: str = "pages.toml") -> Catalog:
                 re.compile(message.get("pattern", ""))
             except re.error as err:
                 problems.append(f"[pages.{slug}]: pattern {message.get('pattern')!r}: {err}")
+        for line in record.get("log_lines", ()):
+            if not line.get("source") or not line.get("pattern"):
+                problems.append(f"[pages.{slug}]: a log line needs a source and a pattern")
+            try:
+                re.compile(line.get("pattern", ""))
+            except re.error as err:
+                problems.append(f"[pages.{slug}]: pattern {line.get('pattern')!r}: {err}")
         known = {f.name for f in Page.__dataclass_fields__.values()} - {"slug"}
         fields = {
             k: tuple(v) if isinstance(v, list) else v for k, v in record.items() if k in known
