@@ -15,6 +15,7 @@ import multiprocessing
 import os
 import pickle
 import queue
+import sys
 import tempfile
 import time
 import traceback
@@ -25,7 +26,32 @@ from typing import Any
 START_METHODS = ("fork", "spawn", "forkserver")
 
 
+def _native_stdout_to_stderr() -> None:
+    """In a rank: send what native code writes to file descriptor 1 to the standard error, while
+    Python's ``print`` still writes to the standard output.
+
+    Gloo's connection log (``[Gloo] Rank 0 is connected to 1 peer ranks. Expected number of
+    connected peer ranks is : 1``) is written with ``std::cout`` by the Gloo of PyTorch 2.8 and
+    2.9, once per rank and process group, and no setting silences it (later Gloo logs it at the
+    info level, off by default). The ranks write at the same time, so its pieces interleave with
+    each other and with the page's output; on the standard error they are kept apart from what
+    the page prints.
+    """
+    try:
+        stdout_fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # a captured stdout (a docs build): no fd 1
+        stdout_fd = None
+    try:
+        sys.stdout.flush()
+        if stdout_fd == 1:  # Python's stdout is fd 1: keep it on a copy of the real one
+            sys.stdout = os.fdopen(os.dup(1), "w", buffering=1)
+        os.dup2(2, 1)
+    except OSError:  # no fd 1 or 2 to redirect: nothing native can write there either
+        pass
+
+
 def _rank_main(fn, rank, world_size, store_path, backend, results) -> None:
+    _native_stdout_to_stderr()
     import torch
     import torch.distributed as dist
 
