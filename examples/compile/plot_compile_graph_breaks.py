@@ -199,9 +199,9 @@ if torch.__version__ >= "2.12":  # see "Changed in PyTorch 2.10" and "2.12" belo
 # (`pull request #163121 <https://github.com/pytorch/pytorch/pull/163121>`_, "Turn on
 # capture_scalar_outputs when fullgraph=True"): the number stays in the graph as a symbol.
 # In 2.10 and 2.11 formatting that symbol into the log line (``f"{loss.item():.3f}"``) still needs
-# its value while tracing, and the step raised ``Unsupported`` with "Could not guard on
-# data-dependent expression"; since 2.12 the formatted line is produced after the graph ran, as
-# printed above.
+# its value while tracing, and the step raised a ``UserError`` (a subclass of ``Unsupported``):
+# "Could not guard on data-dependent expression"; since 2.12 the formatted line is produced after
+# the graph ran, as printed above.
 # **The same fullgraph=True step fails or compiles depending on the release: on 2.11 and older,
 # move the .item() and the logging out of the compiled function, as in the fix above.**
 
