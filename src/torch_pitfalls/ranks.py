@@ -22,6 +22,10 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+#: Seconds a rank may take to exit once every rank's result is in (its process group's teardown);
+#: then it is terminated.
+TEARDOWN = 10.0
+
 #: Start methods :func:`~torch_pitfalls.run_ranks` accepts.
 START_METHODS = ("fork", "spawn", "forkserver")
 
@@ -50,11 +54,24 @@ def _native_stdout_to_stderr() -> None:
         pass
 
 
+def _deliver(results, outcome) -> None:
+    """Put a rank's ``outcome`` in the queue and wait until it is written to the pipe.
+
+    The queue writes from a thread of its own; the rank waits for it before it destroys its process
+    group, because that teardown can hang while it holds the GIL (gloo on PyTorch 2.6, about one
+    run in four of ddp-rank-divergent-collectives), which would keep the result from ever leaving.
+    """
+    results.put(outcome)
+    results.close()
+    results.join_thread()
+
+
 def _rank_main(fn, rank, world_size, store_path, backend, results) -> None:
     _native_stdout_to_stderr()
     import torch
     import torch.distributed as dist
 
+    delivered = False
     try:
         torch.set_num_threads(1)
         store = dist.FileStore(store_path, world_size)
@@ -62,11 +79,15 @@ def _rank_main(fn, rank, world_size, store_path, backend, results) -> None:
         try:
             # pickled here, by value: a tensor put in the queue as it is would travel as a handle
             # to this process's shared memory, gone when the rank exits
-            results.put((rank, "ok", pickle.dumps(fn(rank, world_size))))
-        finally:
-            dist.destroy_process_group()
-    except BaseException:  # reported to the parent, which raises it
-        results.put((rank, "error", traceback.format_exc()))
+            outcome = (rank, "ok", pickle.dumps(fn(rank, world_size)))
+        except BaseException:  # reported to the parent, which raises it
+            outcome = (rank, "error", traceback.format_exc())
+        _deliver(results, outcome)
+        delivered = True
+        dist.destroy_process_group()
+    except BaseException:  # no group, or no result delivered: report it
+        if not delivered:
+            _deliver(results, (rank, "error", traceback.format_exc()))
 
 
 def run_ranks(
@@ -174,8 +195,8 @@ def run_ranks(
                             continue
                     errors = [(r, v) for r, (st, v) in received.items() if st == "error"]
                     raise RuntimeError("\n".join(f"rank {r} raised:\n{text}" for r, text in errors))
-            for process in processes:
-                process.join(timeout=max(deadline - time.monotonic(), 1.0))
+            for process in processes:  # every result is in: only teardowns are left
+                process.join(timeout=min(max(deadline - time.monotonic(), 1.0), TEARDOWN))
         finally:
             for process in processes:
                 if process.is_alive():
