@@ -226,8 +226,8 @@ print("scripted(8 steps) == eager(8 steps): True")
 # TorchScript was deprecated in the documentation first; up to PyTorch 2.9, ``torch.jit.script``
 # and ``torch.jit.trace`` said nothing when called.
 # Since 2.10 they warn, with a ``DeprecationWarning``: "`torch.jit.script` is deprecated. Please
-# switch to `torch.compile` or `torch.export`." (`PyTorch 2.10 release notes
-# <https://github.com/pytorch/pytorch/releases/tag/v2.10.0>`_).
+# switch to `torch.compile` or `torch.export`." (a ``warnings.warn`` in ``torch/jit/_script.py``
+# since `PyTorch 2.10 <https://github.com/pytorch/pytorch/releases/tag/v2.10.0>`_).
 # Python hides a ``DeprecationWarning`` unless it comes from ``__main__`` or a filter (pytest's,
 # for one) shows it, so most scripts that call TorchScript from a library still print nothing.
 # **On 2.10 to 2.13 the warning shows up in test runs rather than in training logs: a test suite
