@@ -223,8 +223,8 @@ print("scripted(8 steps) == eager(8 steps): True")
 # Changed in PyTorch 2.10: torch.jit.script warns that it is deprecated
 # ---------------------------------------------------------------------
 #
-# TorchScript was deprecated in the documentation first; up to PyTorch 2.9, ``torch.jit.script``
-# and ``torch.jit.trace`` said nothing when called.
+# Up to PyTorch 2.9, ``torch.jit.script`` and ``torch.jit.trace`` said nothing of their
+# deprecation when called.
 # Since 2.10 they warn, with a ``DeprecationWarning``: "`torch.jit.script` is deprecated. Please
 # switch to `torch.compile` or `torch.export`." (a ``warnings.warn`` in ``torch/jit/_script.py``
 # since `PyTorch 2.10 <https://github.com/pytorch/pytorch/releases/tag/v2.10.0>`_).

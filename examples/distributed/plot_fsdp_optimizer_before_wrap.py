@@ -196,7 +196,7 @@ if live:
 # -------------------------------------------------------------
 #
 # ``fully_shard`` moves data between its own streams (all-gather, reduce-scatter), and before
-# PyTorch 2.7 it had no CPU streams to use.
+# PyTorch 2.7 it could not use the CPU's.
 # 2.4's ``fully_shard`` asked CUDA for them (on a machine without a GPU, CUDA's error); 2.5 checks
 # first and raises "FSDP requires CUDA for streams".
 # 2.6 takes the streams of the parameters' device
