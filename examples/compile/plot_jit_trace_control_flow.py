@@ -61,9 +61,10 @@ class Classifier(nn.Module):
 
 
 def trace(module, example, **options):
-    """torch.jit.trace, with this release's DeprecationWarning (if any) kept off the page."""
+    """torch.jit.trace, with this release's deprecation warning (if any) kept off the page."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", category=DeprecationWarning)
+        warnings.filterwarnings("ignore", r"`torch\.jit\.\w+` is deprecated", FutureWarning)  # 2.14
         return torch.jit.trace(module, example, **options)
 
 
@@ -196,14 +197,19 @@ for name, images in (("scaled", scaled), ("raw", raw)):
 # A loop whose length is the input's can stay a loop only in a compiler that keeps Python's
 # control flow: :func:`torch.jit.script` compiles the source of ``forward`` rather than one run
 # of it, loops and branches included (TorchScript, like tracing, is deprecated in favour of
-# :func:`torch.export.export`, and this release warns when it is used):
+# :func:`torch.export.export`, and this release warns when it is used: see "Changed in PyTorch
+# 2.10" below):
 
-with warnings.catch_warnings(record=True) as deprecation:
+with warnings.catch_warnings(record=True) as shown:
     warnings.simplefilter("always")
     scripted_loop = torch.jit.script(loop)
-deprecation = [str(w.message) for w in deprecation if w.category is DeprecationWarning]
-if deprecation:
-    print("DeprecationWarning:", deprecation[0])
+deprecation = [
+    (w.category.__name__, str(w.message))
+    for w in shown
+    if w.category in (DeprecationWarning, FutureWarning) and "is deprecated" in str(w.message)
+]
+for category, message in deprecation[:1]:
+    print(f"{category}: {message}")
 torch.testing.assert_close(scripted_loop(long_sequence), loop(long_sequence))
 print("scripted(8 steps) == eager(8 steps): True")
 
@@ -214,6 +220,33 @@ print("scripted(8 steps) == eager(8 steps): True")
 # Whichever tool, **compare the compiled model with the eager one on inputs unlike the
 # example**: other value ranges, other lengths, other batch sizes.
 #
+# Changed in PyTorch 2.10: torch.jit.script warns that it is deprecated
+# ---------------------------------------------------------------------
+#
+# Up to PyTorch 2.9, ``torch.jit.script`` and ``torch.jit.trace`` said nothing of their
+# deprecation when called.
+# Since 2.10 they warn, with a ``DeprecationWarning``: "`torch.jit.script` is deprecated. Please
+# switch to `torch.compile` or `torch.export`." (a ``warnings.warn`` in ``torch/jit/_script.py``
+# since `PyTorch 2.10 <https://github.com/pytorch/pytorch/releases/tag/v2.10.0>`_).
+# Python hides a ``DeprecationWarning`` unless it comes from ``__main__`` or a filter (pytest's,
+# for one) shows it, so most scripts that call TorchScript from a library still print nothing.
+# **On 2.10 to 2.13 the warning shows up in test runs rather than in training logs: a test suite
+# that turns warnings into errors fails at the first torch.jit.script.**
+#
+# Changed in PyTorch 2.14: the warning is a FutureWarning, shown by default
+# -------------------------------------------------------------------------
+#
+# 2.14 warns with a ``FutureWarning``, which Python shows by default, with the same text
+# (`pull request #189914 <https://github.com/pytorch/pytorch/pull/189914>`_, "Keep TorchScript out
+# of import paths and make its deprecation warnings visible").
+# **From 2.14 every torch.jit.script or torch.jit.trace prints the warning; a filter written for
+# DeprecationWarning no longer silences it.**
+
+print("torch.jit.script warned:", [category for category, _ in deprecation] or "nothing")
+expected = "FutureWarning" if torch.__version__ >= "2.14" else "DeprecationWarning"
+assert [c for c, _ in deprecation] == ([expected] if torch.__version__ >= "2.10" else [])
+
+# %
 # A real-world report
 # -------------------
 #

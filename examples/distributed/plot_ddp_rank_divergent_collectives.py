@@ -43,8 +43,9 @@ Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.run_ran
 # on rank 1: each process gives its own timeout); its ranks meet at a barrier of the default group
 # first, so that both start the experiment together.
 # **With gloo, the first rank to give up closes its connections, and the others then fail at once
-# with "Connection closed by peer … This is typically caused by a remote worker crashing", though
-# no worker crashed**: after a hang, that is the message most of a gloo job's logs show.
+# with "Connection closed by peer", which since PyTorch 2.13 goes on "This is typically caused by a
+# remote worker crashing", though no worker crashed**: after a hang, that is the message most of a
+# gloo job's logs show.
 # Rank 0's shorter timeout makes it the one that gives up, on every run.
 # The ranks use CPU tensors (gloo), whatever the page's device.
 import datetime
@@ -87,7 +88,14 @@ def short(message):
 
 
 GAVE_UP = r"Timed out waiting 1000ms for \w+ operation to complete"  # rank 0, after its timeout
-CLOSED = r"Connection closed by peer \[[^\]]*\]:<port>\. This is typically caused by a remote"
+CLOSED = r"Connection closed by peer \[[^\]]*\]:<port>"  # and, since 2.13, gloo's advice:
+ADVICE = r"\. This is typically caused by a remote worker crashing\. …"
+
+
+def closed(line):
+    """Whether ``line`` is gloo's "Connection closed by peer" of the release this page runs on:
+    with its advice since PyTorch 2.13 (see "Changed in PyTorch 2.13" below), without before."""
+    return re.fullmatch(CLOSED + (ADVICE if torch.__version__ >= "2.13" else ""), line)
 
 
 device = get_device()
@@ -135,7 +143,7 @@ print(f"  {stuck[0][1]}")
 print(f"rank 1 stuck in {stuck[1][0]}, waited until rank 0 gave up (not 20 s): {stuck[1][2]}")
 print(f"  {stuck[1][1]}")
 assert [where for where, _, _ in stuck] == ["dist.barrier()", "dist.all_reduce(loss)"]
-assert re.fullmatch(GAVE_UP, stuck[0][1]) and re.match(CLOSED, stuck[1][1])
+assert re.fullmatch(GAVE_UP, stuck[0][1]) and closed(stuck[1][1])
 assert all(waited for _, _, waited in stuck)
 
 # %%
@@ -143,7 +151,7 @@ assert all(waited for _, _, waited in stuck)
 # that was meant to hold the others back holds rank 0, and the all_reduce of rank 1 waits for a
 # partner that never comes.**
 # Rank 0 gave up first and closed its connections, so rank 1's error is "Connection closed by
-# peer": the message names no timeout, and blames a crash that did not happen.
+# peer": the message names no timeout, and (since PyTorch 2.13) blames a crash that did not happen.
 # With the default timeout of 30 minutes, that is a job that looks frozen for half an hour.
 #
 # Why
@@ -179,7 +187,7 @@ print("rank 0's averaged accuracy:", mixed[0][0], "| rank 1's averaged loss:", m
 for rank, (_, _, message) in enumerate(mixed):
     print(f"rank {rank}, then: {message}")
 assert mixed[0][0] == mixed[1][1] == (0.5 + 12.0) / 2
-assert re.fullmatch(GAVE_UP, mixed[0][2]) and re.match(CLOSED, mixed[1][2])
+assert re.fullmatch(GAVE_UP, mixed[0][2]) and closed(mixed[1][2])
 
 # %%
 # Rank 0's accuracy (0.5) was averaged with rank 1's *loss* (12.0): both ranks got 6.25, each in
@@ -222,7 +230,7 @@ skipped = run_ranks(skip_a_backward)
 for rank, (gradients, message) in enumerate(skipped):
     print(f"rank {rank}: (step, gradient) {gradients}, then: {message}")
 assert [gradients for gradients, _ in skipped] == [[(0, 6.5)], [(1, 6.5)]]
-assert re.fullmatch(GAVE_UP, skipped[0][1]) and re.match(CLOSED, skipped[1][1])
+assert re.fullmatch(GAVE_UP, skipped[0][1]) and closed(skipped[1][1])
 
 # %%
 # Rank 0's first gradient, 6.5, is the mean of its step 0 (input 1) and rank 1's step 1
@@ -347,6 +355,24 @@ assert together == [[(1, 7.0)], [(1, 7.0)]]
 # %%
 # Both ranks skipped step 0, and step 1's gradient is the mean of their step 1 (inputs 2 and 12).
 #
+# Changed in PyTorch 2.13: "Connection closed by peer" blames a crashed worker
+# ----------------------------------------------------------------------------
+#
+# Up to PyTorch 2.12, gloo's error ended at the peer's address:
+# "Connection closed by peer [127.0.0.1]:<port>".
+# The gloo that PyTorch 2.13 ships adds advice after it: "This is typically caused by a remote
+# worker crashing. Check the logs of the remote worker before reporting an error."
+# (`gloo pull request #489 <https://github.com/pytorch/gloo/pull/489>`_, "improve error message on
+# connection closed"; the page's ``short`` cuts the line after "crashing.").
+# **In the hangs above no worker crashed: on 2.13 and later, read "remote worker crashing" as "a
+# rank gave up or exited", and look for a timeout in that rank's log; on older releases, search for
+# the message without the advice.**
+
+print("gloo's message on this release:", skipped[1][1])
+print("  with the advice about a crashed worker:", "remote worker crashing" in skipped[1][1])
+assert ("remote worker crashing" in skipped[1][1]) == (torch.__version__ >= "2.13")
+
+# %%
 # A real-world report: a barrier after an early return
 # ----------------------------------------------------
 #

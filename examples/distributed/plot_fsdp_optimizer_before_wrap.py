@@ -36,7 +36,10 @@ Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.run_ran
 # 2.4 and 2.5 have it as ``torch.distributed._composable.fsdp.fully_shard``.
 # It runs here on two ranks of a gloo process group on the CPU (:func:`~torch_pitfalls.run_ranks`
 # starts them and leaves nothing running), with CPU tensors whatever the page's device; a release
-# whose ``fully_shard`` cannot shard a CPU model says so below instead of showing the experiment.
+# whose ``fully_shard`` cannot shard a CPU model (2.4 to 2.6: see "Changed in PyTorch 2.7" below)
+# says so below instead of showing the experiment.
+import re
+
 import torch
 from torch import nn
 
@@ -96,10 +99,13 @@ def optimizer_before_and_after(rank, world_size):
 try:
     ranks = run_ranks(optimizer_before_and_after, timeout=60)
 except (RuntimeError, TimeoutError) as error:  # fully_shard cannot shard a CPU model
-    assert VERSION < (2, 6), error  # 2.6 and later: the experiment must run
+    assert VERSION < (2, 7), error  # 2.7 and later: the experiment must run
+    # 2.6 gets as far as the first forward, whose all-gather records an event on a CPU stream
+    assert VERSION < (2, 6) or "'Stream' object has no attribute 'record_event'" in str(error)
     ranks = None
     print(f"PyTorch {torch.__version__}: fully_shard did not run on the CPU here:")
-    print(str(error).strip().splitlines()[-1])
+    raised = re.findall(r"^\w+(?:Error|Exception): .*$", str(error), re.M)  # the rank's exception
+    print(raised[-1] if raised else str(error).strip().splitlines()[-1])
 live = ranks is not None
 print("the experiment ran on this release:", live)
 
@@ -186,6 +192,27 @@ if live:
 # default replaces the parameters of each wrapped module with one flattened parameter: wrap, then
 # build the optimizer from the wrapped model.
 #
+# Changed in PyTorch 2.7: fully_shard shards a model on the CPU
+# -------------------------------------------------------------
+#
+# ``fully_shard`` moves data between its own streams (all-gather, reduce-scatter), and before
+# PyTorch 2.7 it could not use the CPU's.
+# 2.4's ``fully_shard`` asked CUDA for them (on a machine without a GPU, CUDA's error); 2.5 checks
+# first and raises "FSDP requires CUDA for streams".
+# 2.6 takes the streams of the parameters' device
+# (`pull request #136843 <https://github.com/pytorch/pytorch/pull/136843>`_, "based on device, use
+# stream and Event"), but a CPU stream has no ``record_event``, and the first forward raises
+# ``AttributeError: 'Stream' object has no attribute 'record_event'``.
+# 2.7's CPU streams record and wait for events as no-ops
+# (`pull request #145935 <https://github.com/pytorch/pytorch/pull/145935>`_, "Add noop for CPU
+# stream record_event() and wait_event()"), and the experiment above runs on two CPU processes.
+# **To try FSDP2 on a laptop or in CPU-only CI, use PyTorch 2.7 or later; on older releases these
+# errors say nothing about the optimizer.**
+
+print("fully_shard ran on the CPU:", live)
+assert live == (VERSION >= (2, 7))
+
+# %
 # A real-world report: an FSDP nanoGPT whose loss did not go down
 # ----------------------------------------------------------------
 #

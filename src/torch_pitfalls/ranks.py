@@ -15,20 +15,63 @@ import multiprocessing
 import os
 import pickle
 import queue
+import sys
 import tempfile
 import time
 import traceback
 from collections.abc import Callable
 from typing import Any
 
+#: Seconds a rank may take to exit once every rank's result is in (its process group's teardown);
+#: then it is terminated.
+TEARDOWN = 10.0
+
 #: Start methods :func:`~torch_pitfalls.run_ranks` accepts.
 START_METHODS = ("fork", "spawn", "forkserver")
 
 
+def _native_stdout_to_stderr() -> None:
+    """In a rank: send what native code writes to file descriptor 1 to the standard error, while
+    Python's ``print`` still writes to the standard output.
+
+    Gloo's connection log (``[Gloo] Rank 0 is connected to 1 peer ranks. Expected number of
+    connected peer ranks is : 1``) is written with ``std::cout`` by the Gloo of PyTorch 2.8 and
+    2.9, once per rank and process group, and no setting silences it (later Gloo logs it at the
+    info level, off by default). The ranks write at the same time, so its pieces interleave with
+    each other and with the page's output; on the standard error they are kept apart from what
+    the page prints.
+    """
+    try:
+        stdout_fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # a captured stdout (a docs build): no fd 1
+        stdout_fd = None
+    try:
+        sys.stdout.flush()
+        if stdout_fd == 1:  # Python's stdout is fd 1: keep it on a copy of the real one
+            sys.stdout = os.fdopen(os.dup(1), "w", buffering=1)
+        os.dup2(2, 1)
+    except OSError:  # no fd 1 or 2 to redirect: nothing native can write there either
+        pass
+
+
+def _deliver(results, outcome) -> None:
+    """Put a rank's ``outcome`` in the queue and wait until it is written to the pipe.
+
+    The queue writes from a thread of its own; the rank waits for it before it destroys its process
+    group, because that teardown can hang while it holds the GIL (gloo on PyTorch 2.6, about one
+    run in four of ddp-rank-divergent-collectives), which would keep the result from ever leaving.
+    """
+    results.put(outcome)
+    results.close()
+    results.join_thread()
+
+
 def _rank_main(fn, rank, world_size, store_path, backend, results) -> None:
+    _native_stdout_to_stderr()
     import torch
     import torch.distributed as dist
 
+    delivered = False
     try:
         torch.set_num_threads(1)
         store = dist.FileStore(store_path, world_size)
@@ -36,11 +79,15 @@ def _rank_main(fn, rank, world_size, store_path, backend, results) -> None:
         try:
             # pickled here, by value: a tensor put in the queue as it is would travel as a handle
             # to this process's shared memory, gone when the rank exits
-            results.put((rank, "ok", pickle.dumps(fn(rank, world_size))))
-        finally:
-            dist.destroy_process_group()
-    except BaseException:  # reported to the parent, which raises it
-        results.put((rank, "error", traceback.format_exc()))
+            outcome = (rank, "ok", pickle.dumps(fn(rank, world_size)))
+        except BaseException:  # reported to the parent, which raises it
+            outcome = (rank, "error", traceback.format_exc())
+        _deliver(results, outcome)
+        delivered = True
+        dist.destroy_process_group()
+    except BaseException:  # no group, or no result delivered: report it
+        if not delivered:
+            _deliver(results, (rank, "error", traceback.format_exc()))
 
 
 def run_ranks(
@@ -148,8 +195,8 @@ def run_ranks(
                             continue
                     errors = [(r, v) for r, (st, v) in received.items() if st == "error"]
                     raise RuntimeError("\n".join(f"rank {r} raised:\n{text}" for r, text in errors))
-            for process in processes:
-                process.join(timeout=max(deadline - time.monotonic(), 1.0))
+            for process in processes:  # every result is in: only teardowns are left
+                process.join(timeout=min(max(deadline - time.monotonic(), 1.0), TEARDOWN))
         finally:
             for process in processes:
                 if process.is_alive():
