@@ -6,23 +6,27 @@ Reported (at the call): a call of ``torch.load`` (through any import alias) that
 ``weights_only=`` (and no ``**kwargs`` that could carry it), when the same file shows that what it
 loads is more than tensors:
 
-* the file calls ``torch.save`` with an object that ``weights_only=True`` refuses, and the load
-  reads the same path (the same text, ``args.snapshot``), or any path when no save of the file
-  writes the load's path. Refused objects: a whole module or an optimizer (a class of
-  ``torch.nn`` or ``torch.optim``, ``deepcopy(model).half()``, ``model.module``, a model built
-  by ``torchvision.models`` or ``timm``); an object of any other class (a call of a capitalised
-  name: ``Namespace(...)``, ``TrainConfig(...)``; ``OrderedDict`` and the classes of ``torch``
-  outside ``torch.nn`` and ``torch.optim`` are allowed); ``parser.parse_args()``; a NumPy value
-  (a call of ``numpy``, ``.numpy()``); a parameter, global or attribute named ``model``,
-  ``net``, ``network`` or ``module`` (or ending in ``_model``, ``_net``), and ``args`` / ``opt``
-  in a file that calls ``parse_args``. Each directly, or as a value of a ``dict`` display, a
-  ``dict(...)`` call, or a name saved (its last assignment before the save, in the same
-  function, and its item assignments ``ckpt["x"] = v``);
+* the file calls ``torch.save`` (or a function of the file named ``*save*`` that passes its
+  first argument, or ``*args``, on to ``torch.save``, as ``save_on_master``) with an object that
+  ``weights_only=True`` refuses, and the load reads the same path (the same text,
+  ``args.snapshot``), or any path when no save of the file writes the load's path. Refused
+  objects: a whole module or an optimizer (a class of ``torch.nn`` or ``torch.optim``,
+  ``deepcopy(model).half()``, ``model.module``, a model built by ``torchvision.models`` or
+  ``timm``); an object of any other class (a call of a capitalised name: ``Namespace(...)``,
+  ``TrainConfig(...)``; ``OrderedDict`` and the classes of ``torch`` outside ``torch.nn`` and
+  ``torch.optim`` are allowed); ``parser.parse_args()``; a NumPy value (a call of ``numpy``,
+  ``.numpy()``); a parameter, global or attribute named ``model``, ``net``, ``network`` or
+  ``module`` (or ending in ``_model``, ``_net``); ``args`` / ``opt`` (a parameter or global) as a
+  value in the checkpoint, or saved alone in a file that calls ``parse_args``. Each directly, or
+  as a value of a ``dict`` display, a ``dict(...)`` call, or a name saved (its last assignment
+  before the save, in the same function, and its item assignments ``ckpt["x"] = v``);
 * or the loaded object is used as an object, in the same function: a name assigned only
-  ``torch.load(...)`` is called (``model(x)``) or has ``.eval()``, ``.train()``,
-  ``.parameters()``, ``.named_parameters()``, ``.modules()``, ``.children()`` or ``.forward``
-  used on it (the call itself too: ``torch.load(f).eval()``), or an attribute read from its key
-  ``"args"``, ``"opt"``, ``"config"``, ``"cfg"`` or ``"hparams"`` (``ckpt["args"].lr``).
+  ``torch.load(...)``, or a string-keyed item of one (``decoder = ckpt["decoder"]``, then perhaps
+  ``decoder = decoder.to(device)``), is called (``model(x)``) or has ``.eval()``, ``.train()``,
+  ``.parameters()``, ``.named_parameters()``, ``.modules()``, ``.children()``, ``.zero_grad()``,
+  ``.step()`` or ``.forward`` used on it (the call itself too: ``torch.load(f).eval()``), or an
+  attribute read from its key ``"args"``, ``"opt"``, ``"config"``, ``"cfg"`` or ``"hparams"``
+  (``ckpt["args"].lr``).
 
 Not reported: a load passed straight to ``load_state_dict(...)`` (a state dict); a load inside
 ``with torch.serialization.safe_globals(...)`` or ``with pytest.raises(...)`` (the code expects
@@ -89,7 +93,17 @@ _RETURNS_SELF = frozenset(
     {"to", "cuda", "cpu", "eval", "train", "float", "double", "half", "bfloat16", "module"}
 )
 _MODULE_USES = frozenset(
-    {"eval", "train", "parameters", "named_parameters", "modules", "children", "forward"}
+    {
+        "eval",
+        "train",
+        "parameters",
+        "named_parameters",
+        "modules",
+        "children",
+        "forward",
+        "zero_grad",
+        "step",
+    }
 )
 _COPIES = frozenset({"deepcopy", "de_parallel", "unwrap_model"})
 _MODULE_NAME = re.compile(r"(?:\w+_)?(?:model|net|network)|module", re.IGNORECASE)
@@ -122,8 +136,9 @@ def check(context: Context) -> Iterator[tuple[int, int]]:
     unsafe_save = False
     loads: list[tuple[ast.Call, bool, bool]] = []  # (load, at module level, used as an object)
     allows = 1 << 30  # the first line of an ``add_safe_globals`` of the module's own code
+    wrappers = _save_wrappers(context)
     for scope in scopes(context.tree, context.statements):
-        facts = _Scope(context, scope, "parse_args" in context.attributes)
+        facts = _Scope(context, scope, "parse_args" in context.attributes, wrappers)
         for path, unsafe in facts.saves:
             saves[path] = saves.get(path, False) or unsafe
             unsafe_save |= unsafe
@@ -167,7 +182,7 @@ def _is_torch_class(context: Context, node: ast.expr, package: str = "torch.nn."
 class _Scope:
     """What one function (or the module's own code) saves and loads."""
 
-    def __init__(self, context: Context, scope: ast.AST, parses: bool):
+    def __init__(self, context: Context, scope: ast.AST, parses: bool, wrappers: frozenset):
         self.context = context
         self.parses = parses
         self.values: dict[str, list[ast.expr]] = {}  # name -> values assigned (items too)
@@ -177,6 +192,7 @@ class _Scope:
         self.line = 0
         saves: list[ast.Call] = []
         loaded: dict[str, list[ast.Call]] = {}  # name -> the loads assigned to it
+        items: dict[str, ast.Call] = {}  # name -> the load it is an item of (ckpt["model"])
         uses: list[tuple[str, ast.AST]] = []  # (name, node) of a name used as a module
         state_dict_args: set[int] = set()
         allowed: set[int] = set()  # the nodes under ``with safe_globals(...)``, ``pytest.raises``
@@ -194,6 +210,9 @@ class _Scope:
                         self.values.setdefault(target.id, []).append(node.value)
                         if _is_load(imports, node.value):
                             loaded.setdefault(target.id, []).append(node.value)
+                        source = _item_of(imports, node.value, loaded)
+                        if source is not None:
+                            items[target.id] = source
                     elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
                         self.values.setdefault(f"{target.value.id}[]", []).append(node.value)
             elif isinstance(node, ast.Call):
@@ -208,7 +227,7 @@ class _Scope:
                         and _without_weights_only(node)
                     ):
                         self.loads.append(node)
-                elif name in _SAVE:
+                elif name in _SAVE or (node.args and _last(node.func) in wrappers):
                     saves.append(node)
                 elif isinstance(node.func, ast.Attribute):
                     if node.func.attr == "load_state_dict":
@@ -237,6 +256,13 @@ class _Scope:
                     for call in calls:
                         if id(call) in loading:
                             self.used.append(call)
+                source = items.get(name)
+                if (
+                    source is not None
+                    and id(source) in loading
+                    and all(_item_or_itself(v, name) for v in self.values.get(name, ()))
+                ):
+                    self.used.append(source)  # decoder = ckpt["decoder"]; decoder.eval()
             elif id(node) in loading:
                 self.used.append(node)
 
@@ -280,7 +306,7 @@ class _Scope:
                 return any(self._unsafe(v, depth + 1) for v in (*values, *items))
             # not assigned here (a parameter, a global): judged by its name
             return bool(_MODULE_NAME.fullmatch(node.id)) or (
-                self.parses and node.id in ("args", "opt")
+                node.id in ("args", "opt") and (self.parses or depth > 0)
             )
         if isinstance(node, ast.Attribute):
             return bool(_MODULE_NAME.fullmatch(node.attr))
@@ -303,6 +329,54 @@ def _unwrapped(node: ast.expr) -> ast.expr:
             node = node.value
             continue
         return node
+
+
+def _save_wrappers(context: Context) -> frozenset[str]:
+    """The functions of the file, named ``*save*``, that pass what they are given on to
+    ``torch.save`` (``def save_on_master(*args, **kwargs): torch.save(*args, **kwargs)``)."""
+    found = set()
+    for function in context.statements:
+        if not isinstance(function, FUNCTIONS) or "save" not in function.name:
+            continue
+        params = [a.arg for a in function.args.args if a.arg not in ("self", "cls")]
+        for node in ast.walk(function):
+            if isinstance(node, ast.Call) and context.imports.qualified_name(node.func) in _SAVE:
+                first = node.args[0] if node.args else None
+                if isinstance(first, ast.Starred) or (
+                    isinstance(first, ast.Name) and params and first.id == params[0]
+                ):
+                    found.add(function.name)
+    return frozenset(found)
+
+
+def _item_of(imports, value: ast.expr, loaded: dict) -> ast.Call | None:
+    """The load that ``value`` is a string-keyed item of: ``ckpt["model"]`` of ``ckpt =
+    torch.load(f)``, or ``torch.load(f)["model"]``."""
+    if not (
+        isinstance(value, ast.Subscript)
+        and isinstance(value.slice, ast.Constant)
+        and isinstance(value.slice.value, str)
+    ):
+        return None
+    inner = value.value
+    if _is_load(imports, inner):
+        return inner
+    if isinstance(inner, ast.Name) and loaded.get(inner.id):
+        return loaded[inner.id][-1]
+    return None
+
+
+def _item_or_itself(value: ast.expr, name: str) -> bool:
+    """``ckpt[...]`` or ``name.to(...)`` / ``name.cuda()``: the same object, still."""
+    if isinstance(value, ast.Subscript):
+        return True
+    return (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr in _RETURNS_SELF
+        and isinstance(value.func.value, ast.Name)
+        and value.func.value.id == name
+    )
 
 
 def _last(node: ast.expr) -> str:
