@@ -92,6 +92,7 @@ _STARTS = frozenset(
     for name in ("spawn", "start_processes", "Pool", "pool.Pool", "spawn.spawn")
 ) - {"multiprocessing.spawn", "multiprocessing.spawn.spawn"}
 _PROCESSES = frozenset({"multiprocessing.Process", "torch.multiprocessing.Process"})
+_WORDS = ("num_workers", "spawn", "start_processes", "Pool(", "Process(")
 _CELLS = re.compile(r"^# ?%%", re.MULTILINE)
 _WRAPPERS = frozenset({"iter", "next", "enumerate", "list", "zip", "tqdm", "tuple", "sorted"})
 
@@ -105,6 +106,8 @@ def check(context: Context) -> Iterator[tuple[int, int]]:
         n in ("multiprocessing", "torch.multiprocessing", "torch.utils.data") for n in names
     ):
         return  # the common case, and a cheap one: nothing that starts processes
+    if context.source and not any(word in context.source for word in _WORDS):
+        return  # no num_workers=, no process started: the common case
     if _CELLS.search(context.source):
         return  # run cell by cell in one process (sphinx-gallery, Jupytext, VS Code): not a script
     imports = context.imports
@@ -181,8 +184,6 @@ def _module_level(tree: ast.Module) -> Iterator[ast.AST]:
 
 def _with_workers(call: ast.Call) -> bool:
     value = next((k.value for k in call.keywords if k.arg == "num_workers"), None)
-    if value is None and len(call.args) > 5:
-        value = call.args[5]
     if value is None or isinstance(value, ast.IfExp):
         return False
     if isinstance(value, ast.Constant):

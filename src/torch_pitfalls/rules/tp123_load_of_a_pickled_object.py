@@ -69,7 +69,7 @@ import ast
 import re
 from collections.abc import Iterator
 
-from torch_pitfalls.lint.analyses.scopes import FUNCTIONS, scopes, walk_with_paths
+from torch_pitfalls.lint.analyses.scopes import FUNCTIONS, NESTED, scopes
 from torch_pitfalls.lint.context import Context
 from torch_pitfalls.rules import _rule
 
@@ -126,8 +126,6 @@ def check(context: Context) -> Iterator[tuple[int, int]]:
         and not any(q in _LOAD or (q == "torch" and k != "torch") for k, q in imports.names.items())
     ):
         return  # the common case, and a cheap one: no load, and no other name for torch
-    if not any(n for n in context.statements if _has_load(imports, n)):
-        return
     if any(
         ".safe_globals" in name and not name.startswith("torch.") for name in imports.names.values()
     ):
@@ -137,7 +135,12 @@ def check(context: Context) -> Iterator[tuple[int, int]]:
     loads: list[tuple[ast.Call, bool, bool]] = []  # (load, at module level, used as an object)
     allows = 1 << 30  # the first line of an ``add_safe_globals`` of the module's own code
     wrappers = _save_wrappers(context)
+    lines = context.source.splitlines()
     for scope in scopes(context.tree, context.statements):
+        if lines and scope is not context.tree:
+            text = "\n".join(lines[scope.lineno - 1 : scope.end_lineno])
+            if "load" not in text and "save" not in text:
+                continue  # the common case: a function that neither saves nor loads
         facts = _Scope(context, scope, "parse_args" in context.attributes, wrappers)
         for path, unsafe in facts.saves:
             saves[path] = saves.get(path, False) or unsafe
@@ -151,25 +154,6 @@ def check(context: Context) -> Iterator[tuple[int, int]]:
         path = _path(call, 0)
         if used or (saves.get(path, unsafe_save) if path is not None else unsafe_save):
             yield call.lineno, call.col_offset
-
-
-def _has_load(imports, statement: ast.stmt) -> bool:
-    """Whether a simple statement holds a call of ``torch.load`` (cheap pre-check)."""
-    if isinstance(statement, (*FUNCTIONS, ast.ClassDef)):
-        return False
-    for node in ast.walk(statement) if not hasattr(statement, "body") else _heads(statement):
-        if isinstance(node, ast.Call) and imports.qualified_name(node.func) in _LOAD:
-            return True
-    return False
-
-
-def _heads(statement: ast.stmt) -> Iterator[ast.AST]:
-    """The nodes of a compound statement outside its blocks (``for x in torch.load(f):``)."""
-    for field in ("test", "iter", "items", "subject", "target"):
-        value = getattr(statement, field, None)
-        for item in value if isinstance(value, list) else [value]:
-            if isinstance(item, ast.AST):
-                yield from ast.walk(item)
 
 
 def _is_torch_class(context: Context, node: ast.expr, package: str = "torch.nn.") -> bool:
@@ -198,7 +182,7 @@ class _Scope:
         allowed: set[int] = set()  # the nodes under ``with safe_globals(...)``, ``pytest.raises``
         self.allows = 1 << 30  # the first line of a call of ``add_safe_globals``
         imports = context.imports
-        for node, _ in walk_with_paths(scope):
+        for node in _in_order(scope):
             if isinstance(node, ast.With) and any(
                 _allowing(imports, item.context_expr) for item in node.items
             ):
@@ -329,6 +313,16 @@ def _unwrapped(node: ast.expr) -> ast.expr:
             node = node.value
             continue
         return node
+
+
+def _in_order(scope: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of ``scope``'s body in source order, not entering nested functions or classes."""
+    stack = list(reversed(scope.body))
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, NESTED):
+            stack.extend(reversed(list(ast.iter_child_nodes(node))))
 
 
 def _save_wrappers(context: Context) -> frozenset[str]:
