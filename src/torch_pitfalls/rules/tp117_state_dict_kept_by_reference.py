@@ -82,8 +82,13 @@ def check(context: Context) -> Iterator[tuple[int, int]]:
     """Where a training loop keeps ``model.state_dict()`` by reference and uses it after."""
     if "state_dict" not in context.attributes:
         return
+    lines = context.source.splitlines()
     found: set[tuple[int, int]] = set()
     for scope in scopes(context.tree, context.statements):
+        if lines and scope is not context.tree:
+            text = "\n".join(lines[scope.lineno - 1 : scope.end_lineno])
+            if ".state_dict()" not in text:
+                continue  # the common case: a function that takes no state dict
         for loop in _outer_loops(scope):
             found.update(_check_loop(context, scope, loop))
     yield from sorted(found)
