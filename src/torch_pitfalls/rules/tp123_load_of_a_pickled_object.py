@@ -83,7 +83,7 @@ RULE = _rule(
     "Namespace or NumPy value), which torch.load refuses since PyTorch 2.6 (weights_only=True): "
     "save state dicts and plain values, or pass weights_only=False for a file you trust",
     "此文件在检查点中保存（或使用）了张量以外的对象（模块、优化器、Namespace 或 NumPy 值），"
-    "PyTorch 2.6 起 torch.load 默认 weights_only=True 会拒绝加载：应保存 state_dict 和普通值，"
+    "PyTorch 2.6 起 torch.load 默认 weights_only=True 会拒绝加载：应保存状态字典和普通值，"
     "或对可信文件传入 weights_only=False",
 )
 
