@@ -34,6 +34,8 @@ class Flake8Checker:
     Args:
         tree: the module's syntax tree, parsed by flake8.
         filename: the file's name (unused: findings carry no path for flake8).
+        lines: the file's lines, as flake8 read them: the rules see the same text as with
+            :func:`check_source` (comments too, such as the ``# %%`` cells ``TP121`` reads).
     """
 
     name = "torch-pitfalls"
@@ -41,9 +43,12 @@ class Flake8Checker:
     enabled: frozenset[str] = frozenset()
     """Opt-in rule ids turned on by ``--torch-pitfalls-enable`` (set by :meth:`parse_options`)."""
 
-    def __init__(self, tree: ast.AST, filename: str = "<unknown>") -> None:
+    def __init__(
+        self, tree: ast.AST, filename: str = "<unknown>", lines: list[str] | None = None
+    ) -> None:
         self.tree = tree
         self.filename = filename
+        self.source = "".join(lines or ())
 
     @classmethod
     def add_options(cls, option_manager) -> None:
@@ -76,6 +81,6 @@ class Flake8Checker:
         active = _active_rules(None, (), self.enabled)
         describe = _describer(None, None)
         with _deep_recursion():
-            found = _analyse(self.tree, active)
+            found = _analyse(self.tree, active, self.source)
         for line, col, rule_id in sorted(found):
             yield line, col, f"{rule_id} {describe(rule_id)}", type(self)
