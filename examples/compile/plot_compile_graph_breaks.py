@@ -237,6 +237,14 @@ torch._dynamo.reset()
 # The fix was the one above: return the detached loss tensors and let the logging code, outside
 # the compiled function, convert them.
 #
+# Detectors
+# ---------
+#
+# The static checker's opt-in rule ``TP120`` (``--enable TP120``, see :doc:`/detectors`) finds
+# ``.item()``, ``.tolist()`` and ``print`` inside a function decorated with ``@torch.compile`` or
+# passed to ``torch.compile`` in the same file, as on this page. It is opt-in until it has
+# findings on real code to measure: it found none in 28 public codebases.
+#
 # Takeaway
 # --------
 #

@@ -260,6 +260,26 @@ assert runs == [
 # ``num_workers=0`` and that wrapping a whole tutorial in the guard is unusual.
 # For a script of your own, the guard is the fix that keeps the workers.
 #
+# Detectors
+# ---------
+#
+# The static checker's rule ``TP121`` (see :doc:`/detectors`) finds this pitfall in your own
+# scripts: module-level code that iterates a DataLoader with workers, or starts ``mp.spawn``, a
+# ``Pool`` or a ``Process``, outside ``if __name__ == "__main__":``. Run on the page's two
+# scripts, it flags the unguarded one only:
+
+from torch_pitfalls.lint import check_source
+
+static = {
+    name: check_source(code, path="train.py", language="en")
+    for name, code in (("unguarded", UNGUARDED), ("guarded", GUARDED))
+}
+for finding in static["unguarded"]:
+    print(finding)
+print("findings in the guarded script:", static["guarded"])
+assert [f.rule for f in static["unguarded"]] == ["TP121"] and static["guarded"] == []
+
+# %%
 # Takeaway
 # --------
 #

@@ -311,6 +311,14 @@ for name in ("without a scaler", "with a GradScaler"):
 # partial sum gives the later gradients more weight
 # (`transformers issue 986 <https://github.com/huggingface/transformers/issues/986>`_).
 #
+# Detectors
+# ---------
+#
+# The static checker's opt-in rule ``TP118`` (``--enable TP118``, see :doc:`/detectors`) finds
+# clipping placed after ``optimizer.step()``, before ``backward()``, or after each micro-batch's
+# ``backward()`` in one loop body, as on this page. It is opt-in until it has findings on real
+# code to measure: it found none in 28 public codebases, about 50 files of which clip gradients.
+#
 # Takeaway
 # --------
 #
