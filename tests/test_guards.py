@@ -442,6 +442,51 @@ def test_a_freed_optimizer_takes_its_step_history_with_it():
         assert len(guard.empty_steps) == 0
 
 
+def test_the_rules_of_silent_training_failures_change_no_computed_value():
+    """TP017-TP021 only read: a session that sets each off computes what it computes without
+    the guards (the clipping call, the samplers' indices, the steps of re-created optimizers)."""
+    from torch.utils.data import DataLoader, TensorDataset
+    from torch.utils.data.distributed import DistributedSampler
+
+    def session():
+        torch.manual_seed(0)
+        x, y = torch.randn(16, 4), torch.randn(16, 1)
+        low = nn.Linear(4, 1).to(torch.bfloat16)
+        low_optimizer = torch.optim.Adam(low.parameters(), lr=1e-5)
+        F.mse_loss(low(x.bfloat16()).float(), y).backward()
+        low_optimizer.step()  # TP017
+        net = nn.Sequential(*[nn.Linear(4, 4)] * 2, nn.Linear(4, 1))  # TP019
+        norms = []
+        for _ in range(3):
+            optimizer = torch.optim.Adam(net.parameters(), lr=1e-2)  # TP018
+            optimizer.zero_grad()
+            norms.append(nn.utils.clip_grad_norm_(net.parameters(), 0.5))  # TP020
+            F.mse_loss(net(x), y).backward()
+            norms.append(nn.utils.clip_grad_norm_(net.parameters(), 0.5))
+            optimizer.step()
+        dataset = TensorDataset(torch.arange(5.0))
+        sampler = DistributedSampler(dataset, num_replicas=2, rank=1, shuffle=False)
+        loader = DataLoader(dataset, batch_size=2, sampler=sampler)
+        seen = torch.cat([batch for (batch,) in loader])  # TP021
+        return [t.detach().clone() for t in (*low.parameters(), *net.parameters(), *norms, seen)]
+
+    plain = session()
+    with run() as guard:
+        guarded = session()
+    assert sorted(guard.ids) == ["TP017", "TP018", "TP019", "TP020", "TP021"]
+    for a, b in zip(plain, guarded, strict=True):
+        assert torch.equal(a, b)
+    assert nn.utils.clip_grad_norm_.__wrapped__.__code__.co_filename.endswith("clip_grad.py")
+
+
+def test_a_repeated_module_of_a_watched_model_is_reported_at_the_with_line():
+    model = nn.Sequential(*[nn.Linear(2, 2)] * 3)
+    with run(model) as guard:  # the line reported
+        model(torch.randn(1, 2))
+    line = inspect.currentframe().f_lineno - 2
+    assert [(f.rule_id, f.lineno) for f in guard.found] == [("TP019", line)]
+
+
 # -- edits behind autograd's back (opt-in): TP010 --------------------------------------------------
 
 

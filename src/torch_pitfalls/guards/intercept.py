@@ -164,7 +164,30 @@ def resolve(name: str):
             attribute.insert(0, last)
     for part in attribute:
         target = getattr(target, part)
+    return _unwrapped(target)
+
+
+def _unwrapped(target):
+    """``target``, or for a wrapper made by ``functools.wraps`` that calls, through its closure,
+    the Python function it wraps (torch's ``_no_grad`` around ``clip_grad_norm_``): that
+    function, whose calls the wrapper makes and whose code the guards can take."""
+    inner = getattr(target, "__wrapped__", None)
+    if (
+        isinstance(target, types.FunctionType)
+        and target.__closure__
+        and isinstance(inner, types.FunctionType)
+        and not inner.__closure__
+        and any(_contents(cell) is inner for cell in target.__closure__)
+    ):
+        return inner
     return target
+
+
+def _contents(cell):
+    try:
+        return cell.cell_contents
+    except ValueError:  # an empty cell
+        return None
 
 
 _SIGNATURES: dict = {}
