@@ -30,9 +30,19 @@ def test_page_wrong_code_triggers_exactly_its_rules_and_the_fix_none(slug, devic
         assert finding.message.endswith(rules.page_url(slug, language="en"))
 
 
+#: Pages whose wrong code is a script held in a string (run as a file), not the page's own code:
+#: the page runs the checker on that string itself, and asserts its rules' findings there.
+WRONG_CODE_IN_A_STRING = {"spawn-main-guard": {"TP121"}}
+
+
 @pytest.mark.parametrize("slug", all_slugs())
 def test_checker_finds_exactly_the_page_static_rules(slug):
     """The static checker, every rule on, finds each page's own wrong code and nothing else."""
     everything = [r.id for r in rules.RULES if r.kind == "lint"]
     findings = check_paths([example_path(slug)], select=everything, language="en")
-    assert {f.rule for f in findings} == {r.id for r in rules.rules_for(slug, kind="lint")}
+    expected = {r.id for r in rules.rules_for(slug, kind="lint")}
+    in_a_string = WRONG_CODE_IN_A_STRING.get(slug, set())
+    assert {f.rule for f in findings} == expected - in_a_string
+    if in_a_string:  # the page checks its script and asserts the rule's finding
+        source = example_path(slug).read_text(encoding="utf-8")
+        assert "check_source(" in source and all(i in source for i in in_a_string)
