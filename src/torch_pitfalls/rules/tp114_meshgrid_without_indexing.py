@@ -67,7 +67,7 @@ _MESHGRID = frozenset({"torch.meshgrid", "torch.functional.meshgrid"})
 
 def check(context: Context) -> Iterator[tuple[int, int]]:
     """Where ``torch.meshgrid`` is called without ``indexing=``."""
-    if "meshgrid" not in context.source and "meshgrid" not in context.attributes:
+    if context.source and "meshgrid" not in context.source:
         return
     if not context.imports.imports_torch():
         return

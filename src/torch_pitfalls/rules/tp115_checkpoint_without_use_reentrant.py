@@ -68,7 +68,9 @@ _CHECKPOINTS = frozenset(
 
 def check(context: Context) -> Iterator[tuple[int, int]]:
     """Where ``checkpoint`` or ``checkpoint_sequential`` is called without ``use_reentrant=``."""
-    if "checkpoint" not in context.source or not context.imports.imports_torch():
+    if (
+        context.source and "checkpoint" not in context.source
+    ) or not context.imports.imports_torch():
         return
     for call in calls_of(context, _CHECKPOINTS):
         if not has_keyword(call, "use_reentrant"):

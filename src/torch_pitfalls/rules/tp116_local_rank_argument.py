@@ -64,7 +64,7 @@ RULE = _rule(
 
 def check(context: Context) -> Iterator[tuple[int, int]]:
     """Where ``add_argument`` declares ``--local_rank`` without ``--local-rank``."""
-    if "--local_rank" not in context.source:
+    if context.source and "--local_rank" not in context.source:
         return
     for node in ast.walk(context.tree):
         if method_call(node, "add_argument"):
