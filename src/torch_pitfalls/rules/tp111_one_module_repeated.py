@@ -12,8 +12,8 @@ Reported (at the repetition), where the repeated item is one module instance:
 
 "One module instance" is a construction of a module (a class of ``torch.nn`` or a class of
 the same file that derives from one, possibly followed by ``.to(...)`` and the other methods
-that return the module), a call of ``copy.deepcopy`` (one copy, repeated), or a name that, in
-the same function (or at module level), is only ever assigned such a construction.
+that return the module), a name that, in the same function (or at module level), is only ever
+assigned such a construction, or ``copy.deepcopy`` of either (one copy, repeated).
 
 Not reported: ``[nn.Linear(4, 4) for _ in range(n)]`` and ``[copy.deepcopy(m) for _ in
 range(n)]`` (a new module each time); modules without parameters or buffers, which share
@@ -221,7 +221,8 @@ def _instance(context: Context, item: ast.expr, stores, stateful: set[str]) -> s
         kinds = {_instance(context, value, None, stateful) for value in values}
         return kinds.pop() if len(kinds) == 1 else (None if None in kinds else _STATEFUL)
     if isinstance(item, ast.Call) and context.imports.qualified_name(item.func) in _DEEPCOPY:
-        return _STATEFUL
+        copied = item.args[0] if len(item.args) == 1 and not item.keywords else None
+        return None if copied is None else _instance(context, copied, stores, stateful)
     built = constructed_class(context, item)
     if built is None:
         return None

@@ -4,7 +4,8 @@
 
 A call ``<parser>.add_argument(...)`` (a parser, an argument group) one of whose option strings
 is ``"--local_rank"`` and none ``"--local-rank"``. Reported at the call. Not reported: a call
-that declares both spellings, or ``--local-rank`` alone; any other option.
+that declares both spellings, or ``--local-rank`` alone; any other option; a file that imports
+``jax`` or ``flax`` (a JAX training script, which no PyTorch launcher starts).
 
 .. rubric:: Why is this bad?
 
@@ -62,10 +63,16 @@ RULE = _rule(
 )
 
 
+_OTHER_FRAMEWORKS = frozenset({"jax", "flax"})
+
+
 def check(context: Context) -> Iterator[tuple[int, int]]:
     """Where ``add_argument`` declares ``--local_rank`` without ``--local-rank``."""
     if context.source and "--local_rank" not in context.source:
         return
+    roots = {name.partition(".")[0] for name in context.imports.names.values()}
+    if roots & _OTHER_FRAMEWORKS:
+        return  # a JAX script: no PyTorch launcher passes it anything
     for node in ast.walk(context.tree):
         if method_call(node, "add_argument"):
             options = {a.value for a in node.args if isinstance(a, ast.Constant)}
