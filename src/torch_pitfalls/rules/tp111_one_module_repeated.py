@@ -61,10 +61,9 @@ from collections.abc import Iterator
 from torch_pitfalls.lint.analyses.modules import (
     assigned_names,
     constructed_class,
-    module_classes,
 )
-from torch_pitfalls.lint.analyses.scopes import scopes, walk_with_paths
-from torch_pitfalls.lint.context import Context
+from torch_pitfalls.lint.analyses.scopes import FUNCTIONS, NESTED, walk_with_paths
+from torch_pitfalls.lint.context import Context, child_statements
 from torch_pitfalls.rules import _rule
 
 RULE = _rule(
@@ -81,12 +80,21 @@ RULE = _rule(
     default=False,
 )
 
-# Where a repetition may be: a list times something, or a comprehension of a bare name.
-_REPETITION = re.compile(r"\]\s*\*|\*\s*\[|[\[(]\s*\w+\s+for\s")
+# Where a repetition may be, read in the text first (most files have none), each pattern
+# starting with a literal, for speed: a list display of names or ending in a call, times
+# something (not a subscript: checked on the character before); something times a list; a tuple
+# of one name times something; a comprehension of a bare name that is not its own loop variable.
+_STAR = re.compile(r"\]\s*\*|\*\s*\[")
+_DISPLAY_TIMES = re.compile(r"\[\s*[A-Za-z_][\w.]*\s*(?:,[^\]\n]*)?\]\s*\*")
+_OTHER_REPETITIONS = re.compile(
+    r"\)\s*,?\s*\]\s*\*|\*\s*\[\s*[A-Za-z_]|\(\s*[A-Za-z_][\w.]*\s*,\s*\)\s*\*"
+)
+_COMPREHENSION = re.compile(r"[\[(]\s*(\w+)\s+for\s+(?!\1\b)\w")
+_SUBSCRIPTED = frozenset("_])'\".") | frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
 _DEEPCOPY = frozenset({"copy.deepcopy"})
 # Classes of torch.nn without parameters or buffers: repeating one shares nothing.
 _STATELESS = re.compile(
-    r"Identity|Flatten|Unflatten|(Leaky|P)?ReLU6?|R?ReLU|[CS]?ELU|GELU|SiLU|Mish|Sigmoid|Tanh"
+    r"Identity|Flatten|Unflatten|(Leaky)?ReLU6?|R?ReLU|[CS]?ELU|GELU|SiLU|Mish|Sigmoid|Tanh"
     r"|Soft(max|max2d|min|plus|sign|shrink)|LogSoftmax|LogSigmoid|Hard(tanh|sigmoid|swish|shrink)"
     r"|Tanhshrink|Threshold|GLU|(Alpha|FeatureAlpha)?Dropout\d?d?|(Adaptive)?(Max|Avg)Pool\dd"
     r"|LPPool\dd|FractionalMaxPool\dd|MaxUnpool\dd|Upsample|Upsampling\w+|Pixel(Un)?[Ss]huffle"
@@ -97,89 +105,133 @@ _STATELESS = re.compile(
 
 def check(context: Context) -> Iterator[tuple[int, int]]:
     """Where one module instance is repeated ``n`` times."""
-    if context.source and not _REPETITION.search(context.source):
-        return
+    lines = _candidate_lines(context.source)  # None: every line (the text is not known)
+    if lines is not None and not lines:
+        return  # most files: no repetition in the text
     if not context.imports.imports_torch():
         return
-    stateful = _stateful_classes(context)
+    parents: dict[int, ast.AST] = {}  # statement -> the statement or module it is in
+    stateful: _Stateful | None = None
+    stores: dict[int, dict] = {}  # scope -> its names' values
     found = set()
-    for scope in scopes(context.tree, context.statements):
-        walked = list(walk_with_paths(scope))
-        candidates = [(n, path) for n, path in walked if isinstance(n, _CANDIDATES)]
-        if not candidates or _sharing(getattr(scope, "name", "")):
+    for statement in context.statements:
+        if isinstance(statement, _COMPOUND):
+            continue  # its body's statements come on their own; its header is not read
+        if lines is not None and lines.isdisjoint(
+            range(statement.lineno, statement.end_lineno + 1)
+        ):
             continue
-        nodes = [node for node, _ in walked]
-        stores = None
-        for node, path in candidates:
-            items = _repeated(node)
+        for node in ast.walk(statement):
+            items = _repeated(node) if isinstance(node, _CANDIDATES) else []
             if not items:
                 continue
-            if stores is None and any(isinstance(item, ast.Name) for item in items):
-                stores = assigned_names(scope, nodes)
-            kinds = [_instance(context, item, stores, stateful) for item in items]
-            if None in kinds or _STATEFUL not in kinds:
+            if not parents:
+                for outer in [context.tree, *context.statements]:
+                    for child in child_statements(outer):
+                        parents[id(child)] = outer
+            scope, meant = _scope(statement, parents, context.tree)
+            if meant:
                 continue
-            if _on_purpose(path, nodes):
+            if not all(isinstance(item, ast.Name | ast.Call) for item in items):
                 continue
-            found.add((node.lineno, node.col_offset))
+
+            def stores_of(scope=scope):  # read only for a name: a walk of the whole scope
+                if id(scope) not in stores:
+                    nodes = [n for n, _ in walk_with_paths(scope)]
+                    stores[id(scope)] = assigned_names(scope, nodes)
+                return stores[id(scope)]
+
+            if stateful is None:
+                stateful = _Stateful(context)
+            kinds = [_instance(context, item, stores_of, stateful) for item in items]
+            if None not in kinds and _STATEFUL in kinds:
+                found.add((node.lineno, node.col_offset))
     yield from sorted(found)
 
 
 _CANDIDATES = (ast.BinOp, ast.ListComp, ast.GeneratorExp, ast.SetComp)
+_COMPOUND = (*NESTED, ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try)
 _STATEFUL, _STATELESS_INSTANCE = "stateful", "stateless"
 # Sharing on purpose: a flag or a function that says so.
 _SHARING = re.compile(r"shar|tie|tying|same.?(layer|block|weight)|共享", re.IGNORECASE)
 
 
-def _sharing(text: str) -> bool:
-    return bool(_SHARING.search(text))
+def _candidate_lines(source: str) -> set[int] | None:
+    """The lines where the text shows a repetition, or None when the text is not known."""
+    if not source:
+        return None
+    matches = list(_COMPREHENSION.finditer(source))
+    if _STAR.search(source):
+        matches += _OTHER_REPETITIONS.finditer(source)
+        matches += (
+            match
+            for match in _DISPLAY_TIMES.finditer(source)
+            if match.start() == 0 or source[match.start() - 1].lower() not in _SUBSCRIPTED
+        )
+    lines: set[int] = set()
+    for match in matches:
+        first = source.count("\n", 0, match.start()) + 1
+        lines.update(range(first, first + source.count("\n", *match.span()) + 1))
+    return lines
 
 
-def _on_purpose(path: tuple, nodes: list) -> bool:
-    """Whether an ``if`` around the repetition says the sharing is meant, in its test
-    (``if self.weight_sharing:``)."""
-    ifs = {step[1] for step in path if step[0] == "if"}
-    return bool(ifs) and any(
-        id(other) in ifs and _sharing(ast.unparse(other.test)) for other in nodes
-    )
+def _scope(statement: ast.stmt, parents: dict, tree: ast.AST) -> tuple[ast.AST, bool]:
+    """The function, class or module a statement runs in, and whether the code around it says
+    the sharing is meant: an ``if`` whose test names it (``if self.weight_sharing:``), or the
+    name of a function it is in."""
+    scope, meant, node = None, False, statement
+    while id(node) in parents:
+        node = parents[id(node)]
+        if isinstance(node, ast.If) and _SHARING.search(ast.unparse(node.test)):
+            meant = True
+        if isinstance(node, FUNCTIONS) and _SHARING.search(node.name):
+            meant = True
+        if scope is None and isinstance(node, (*FUNCTIONS, ast.ClassDef)):
+            scope = node
+    return (tree if scope is None else scope), meant
 
 
-def _stateful_classes(context: Context) -> set[str]:
-    """The module classes of this file that may hold parameters or buffers: one whose methods
-    assign ``self.<x>`` the result of a call or register something, or that derives from a
-    class of ``torch.nn`` with state, or from a stateful class of the file."""
-    classes = {n.name: n for n in context.statements if isinstance(n, ast.ClassDef)}
-    modules = module_classes(context)
-    stateful: set[str] = set()
-    for name in modules:
-        node = classes[name]
+class _Stateful:
+    """The module classes of this file that may hold parameters or buffers, each found when
+    asked (``name in stateful``): one whose methods assign ``self.<x>`` the result of a call or
+    register something, or that derives from a class of ``torch.nn`` with state, or from a
+    stateful class of the file."""
+
+    def __init__(self, context: Context) -> None:
+        self.context = context
+        self.classes = {n.name: n for n in context.statements if isinstance(n, ast.ClassDef)}
+        self.known: dict[str, bool] = {}
+
+    def __contains__(self, name: str) -> bool:
+        if name not in self.known:
+            self.known[name] = False  # a class that derives from itself: no state from that
+            self.known[name] = name in self.classes and self._has_state(self.classes[name])
+        return self.known[name]
+
+    def _has_state(self, node: ast.ClassDef) -> bool:
         for base in node.bases:
-            qualified = context.imports.qualified_name(base) or ""
+            if isinstance(base, ast.Name) and base.id in self:
+                return True
+            qualified = self.context.imports.qualified_name(base) or ""
+            last = qualified.rpartition(".")[2]
             if (
                 qualified.startswith("torch.nn.")
-                and qualified.rpartition(".")[2] not in ("Module", "Sequential")
-                and not _STATELESS.fullmatch(qualified.rpartition(".")[2])
+                and last not in ("Module", "Sequential")
+                and not _STATELESS.fullmatch(last)
             ):
-                stateful.add(name)
+                return True
         for child in ast.walk(node):
             if isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute | ast.Name):
                 called = child.func.attr if isinstance(child.func, ast.Attribute) else child.func.id
                 if called in _REGISTERING:
-                    stateful.add(name)
+                    return True
             elif (
                 isinstance(child, ast.Assign)
                 and isinstance(child.value, ast.Call | ast.ListComp)
                 and any(isinstance(t, ast.Attribute) for t in child.targets)
             ):
-                stateful.add(name)
-    changed = True
-    while changed:
-        changed = False
-        for name in modules - stateful:
-            if any(isinstance(b, ast.Name) and b.id in stateful for b in classes[name].bases):
-                stateful.add(name)
-                changed = True
-    return stateful
+                return True
+        return False
 
 
 _REGISTERING = frozenset(
@@ -212,10 +264,11 @@ def _repeated(node: ast.AST) -> list[ast.expr]:
     return []
 
 
-def _instance(context: Context, item: ast.expr, stores, stateful: set[str]) -> str | None:
-    """``_STATEFUL`` or ``_STATELESS_INSTANCE`` for one module instance, else None."""
+def _instance(context: Context, item: ast.expr, stores, stateful) -> str | None:
+    """``_STATEFUL`` or ``_STATELESS_INSTANCE`` for one module instance, else None; ``stores``
+    gives the values of the scope's names when called (None: no name is known)."""
     if isinstance(item, ast.Name):
-        values = (stores or {}).get(item.id)
+        values = stores().get(item.id) if stores is not None else None
         if not values or None in values:
             return None
         kinds = {_instance(context, value, None, stateful) for value in values}

@@ -68,10 +68,14 @@ _CHECKPOINTS = frozenset(
 
 def check(context: Context) -> Iterator[tuple[int, int]]:
     """Where ``checkpoint`` or ``checkpoint_sequential`` is called without ``use_reentrant=``."""
-    if (
-        context.source and "checkpoint" not in context.source
-    ) or not context.imports.imports_torch():
-        return
+    imported = any(
+        name.startswith("torch.utils.checkpoint") for name in context.imports.names.values()
+    )
+    if not imported:  # then called by its full name, torch.utils.checkpoint.checkpoint(...)
+        if context.source and "utils.checkpoint" not in context.source:
+            return
+        if not context.imports.imports_torch():
+            return
     for call in calls_of(context, _CHECKPOINTS):
         if not has_keyword(call, "use_reentrant"):
             yield call.lineno, call.col_offset
