@@ -45,7 +45,7 @@ import ast
 from collections.abc import Iterator
 
 from torch_pitfalls.lint.analyses.modules import calls_of, has_keyword
-from torch_pitfalls.lint.context import Context
+from torch_pitfalls.lint.context import Context, child_statements
 from torch_pitfalls.rules import _rule
 
 RULE = _rule(
@@ -71,24 +71,36 @@ def check(context: Context) -> Iterator[tuple[int, int]]:
         return
     if not context.imports.imports_torch():
         return
-    calls = list(calls_of(context, _MESHGRID))
-    missing = [call for call in calls if not has_keyword(call, "indexing")]
-    if not missing:
-        return
-    passing = {id(call) for call in calls if has_keyword(call, "indexing")}
-    branches: dict[int, ast.AST] = {}  # call -> its nearest try, if or conditional expression
-    stack: list[tuple[ast.AST, ast.AST | None]] = [(context.tree, None)]
-    while stack:
-        node, branch = stack.pop()
-        if isinstance(node, ast.Try | ast.If | ast.IfExp):
-            branch = node
-        elif isinstance(node, ast.Call):
-            branches[id(node)] = branch
-        stack.extend((child, branch) for child in ast.iter_child_nodes(node))
-    for call in missing:
-        branch = branches.get(id(call))
-        if branch is not None and any(
-            id(node) in passing for node in ast.walk(branch) if isinstance(node, ast.Call)
-        ):
-            continue  # the fallback of a version check
+    calls = list(calls_of(context, _MESHGRID, "meshgrid"))
+    passing = {id(call) for call, _ in calls if has_keyword(call, "indexing")}
+    parents: dict[int, ast.AST] = {}  # statement -> the statement it is in (built when needed)
+    for call, statement in calls:
+        if id(call) in passing:
+            continue
+        if passing and _a_fallback(call, statement, passing, parents, context):
+            continue
         yield call.lineno, call.col_offset
+
+
+def _a_fallback(call, statement, passing: set, parents: dict, context: Context) -> bool:
+    """Whether the nearest ``try``, ``if`` or conditional expression around ``call`` also
+    holds a call with ``indexing=`` (the fallback of a version check)."""
+    branches = [
+        node
+        for node in ast.walk(statement)
+        if isinstance(node, ast.IfExp) and any(n is call for n in ast.walk(node))
+    ]
+    if not branches:
+        if not parents:
+            for outer in [context.tree, *context.statements]:
+                for child in child_statements(outer):
+                    parents[id(child)] = outer
+        node = statement
+        while id(node) in parents and not isinstance(node, ast.If | ast.Try):
+            node = parents[id(node)]
+        if isinstance(node, ast.If | ast.Try):
+            branches = [node]
+    if not branches:
+        return False
+    nearest = min(branches, key=lambda node: sum(1 for _ in ast.walk(node)))
+    return any(id(node) in passing for node in ast.walk(nearest))

@@ -76,6 +76,6 @@ def check(context: Context) -> Iterator[tuple[int, int]]:
             return
         if not context.imports.imports_torch():
             return
-    for call in calls_of(context, _CHECKPOINTS):
+    for call, _ in calls_of(context, _CHECKPOINTS, "checkpoint"):
         if not has_keyword(call, "use_reentrant"):
             yield call.lineno, call.col_offset

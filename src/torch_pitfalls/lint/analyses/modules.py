@@ -112,11 +112,54 @@ def assigned_names(scope: ast.AST, nodes) -> dict[str, list[ast.expr | None]]:
     return stores
 
 
-def calls_of(context, names: frozenset[str]) -> Iterator[ast.Call]:
-    """Every call in the module of a function whose qualified name is one of ``names``."""
-    for node in ast.walk(context.tree):
-        if isinstance(node, ast.Call) and context.imports.qualified_name(node.func) in names:
-            yield node
+def calls_of(context, names: frozenset[str], word: str) -> Iterator[tuple[ast.Call, ast.stmt]]:
+    """Every call in the module of a function whose qualified name is one of ``names``, with
+    the statement it is in (for a compound statement, its header: ``if``'s test, ``for``'s
+    iterable…).
+
+    With the module's text known, only the statements on lines that hold ``word`` (the
+    function's last name) or a name it is imported as are read: most files have none, and none
+    is walked then."""
+    lines = None
+    if context.source:
+        words = {word} | {
+            alias for alias, qualified in context.imports.names.items() if qualified in names
+        }
+        lines = set()
+        for each in words:
+            start = context.source.find(each)
+            while start != -1:
+                lines.add(context.source.count("\n", 0, start) + 1)
+                start = context.source.find(each, start + len(each))
+        if not lines:
+            return
+    for statement in context.statements:
+        if lines is not None and lines.isdisjoint(
+            range(statement.lineno, (statement.end_lineno or statement.lineno) + 1)
+        ):
+            continue
+        for node in _header_nodes(statement):
+            if isinstance(node, ast.Call) and context.imports.qualified_name(node.func) in names:
+                yield node, statement
+
+
+_BLOCKS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
+
+
+def _header_nodes(statement: ast.stmt) -> Iterator[ast.AST]:
+    """The nodes of a statement, without the statements of its blocks (each comes on its own
+    in ``Context.statements``) nor the functions and classes it defines."""
+    stack = [
+        value
+        for field, value in ast.iter_fields(statement)
+        if field not in _BLOCKS or not isinstance(statement, ast.stmt)
+        for value in (value if isinstance(value, list) else [value])
+        if isinstance(value, ast.AST)
+    ]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(ast.iter_child_nodes(node))
 
 
 def has_keyword(call: ast.Call, name: str) -> bool:
