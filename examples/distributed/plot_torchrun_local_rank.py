@@ -244,6 +244,15 @@ assert parser.parse_args([]).local_rank is None
 # <https://github.com/open-mmlab/mmaction2/pull/1558>`_).
 
 # %%
+# Detectors
+# ---------
+#
+# The static checker's rule ``TP116`` (see :doc:`/detectors`) finds ``add_argument("--local_rank",
+# …)`` without the ``"--local-rank"`` spelling in the same call, in your own code. Over 14 public
+# codebases it flagged 92 such options: 13 in scripts launched with ``torch.distributed.launch``,
+# which PyTorch 2.0 and later stops, and 79 in scripts run with other launchers, where the
+# option only breaks if someone uses ``torch.distributed.launch``.
+#
 # Takeaway
 # --------
 #
