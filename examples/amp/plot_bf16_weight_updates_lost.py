@@ -24,7 +24,8 @@ Nothing warns; the smaller the learning rate, the more weights are frozen by rou
    :ref:`half-precision-accumulation` (the same rounding, in a running total) and a training
    step with :class:`torch.optim.Adam`.
 
-Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`.
+Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`,
+:func:`~torch_pitfalls.expect_warns`.
 """
 
 # %%
@@ -40,7 +41,7 @@ import matplotlib.pyplot as plt
 import torch
 from torch import nn
 
-from torch_pitfalls import get_device, seed_everything
+from torch_pitfalls import PitfallWarning, expect_warns, get_device, guards, seed_everything
 
 seed_everything(0)
 device = get_device()
@@ -295,6 +296,23 @@ print("bytes per parameter (weights, with Adam's state):", bytes_per_parameter)
 # states the problem of this page: with round-to-nearest, an update smaller than about a
 # thousandth of the weight leaves a bfloat16 weight unchanged.
 #
+# Detectors
+# ---------
+#
+# The runtime guard ``TP017`` detects this pitfall in your own code (see :doc:`/detectors`): an
+# optimizer step that left unchanged most of the elements of a bfloat16 or float16 parameter
+# that had a non-zero gradient, their updates rounded away.
+
+with guards(language="en") as wrong:
+    with expect_warns(PitfallWarning, "^TP017 "):
+        one_step(torch.bfloat16, 1e-4)
+with guards(language="en") as fixed:
+    model = make_model(torch.float32)
+    autocast_step(torch.optim.Adam(model.parameters(), lr=1e-4))(model)
+print("found in the wrong code:", wrong.ids, "  in the fix:", fixed.ids)
+assert wrong.ids == ["TP017"] and fixed.ids == []
+
+# %%
 # Takeaway
 # --------
 #

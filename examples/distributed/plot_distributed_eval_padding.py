@@ -28,7 +28,7 @@ from the start: those are scored twice.
    :func:`torch.distributed.all_reduce` (a sum over all processes).
 
 Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`,
-:func:`~torch_pitfalls.run_ranks`.
+:func:`~torch_pitfalls.run_ranks`, :func:`~torch_pitfalls.expect_warns`.
 """
 
 # %%
@@ -41,9 +41,10 @@ Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_ev
 from fractions import Fraction
 
 import torch
+from torch.utils.data import DataLoader
 from torch.utils.data.distributed import DistributedSampler
 
-from torch_pitfalls import get_device, seed_everything
+from torch_pitfalls import PitfallWarning, expect_warns, get_device, guards, seed_everything
 
 seed_everything(0)
 device = get_device()
@@ -272,6 +273,36 @@ assert abs(per_rank[0]["mean_of_means"] - (3 / 4 + 2 / 3) / 2) < 1e-12
 # their evaluation code; an issue there also points out that their evaluation sampler shuffled, so
 # the repeated images, and the score, changed from run to run
 # (`torchvision issue 4559 <https://github.com/pytorch/vision/issues/4559>`_).
+
+# %%
+# Detectors
+# ---------
+#
+# The runtime guard ``TP021`` detects this pitfall in your own code (see :doc:`/detectors`): a
+# DataLoader that iterates a ``DistributedSampler`` made with ``shuffle=False`` and
+# ``drop_last=False`` over a dataset whose length is not a multiple of ``num_replicas``, so that
+# the sampler pads with repeated samples.
+# It runs in each process of the job; here rank 1 of 2 is built in this process, as above, and
+# evaluates 7 samples through a DataLoader:
+
+
+def rank_1_samples(sampler):
+    return [
+        i for batch in DataLoader(dataset, batch_size=2, sampler=sampler) for i in batch.tolist()
+    ]
+
+
+with guards(language="en") as wrong:
+    with expect_warns(PitfallWarning, "^TP021 "):
+        padded_share = rank_1_samples(
+            DistributedSampler(dataset, num_replicas=2, rank=1, shuffle=False)
+        )
+with guards(language="en") as fixed:
+    unpadded_share = rank_1_samples(UnpaddedSampler(dataset, 2, 1))
+print("rank 1 evaluates", padded_share, "with DistributedSampler,", unpadded_share, "without")
+print("found in the wrong code:", wrong.ids, "  in the fix:", fixed.ids)
+assert padded_share == [1, 3, 5, 0] and unpadded_share == [1, 3, 5]
+assert wrong.ids == ["TP021"] and fixed.ids == []
 
 # %%
 # Takeaway

@@ -26,7 +26,7 @@ directly: layers inside a plain ``list`` or ``dict`` are missing from
    :ref:`backward-step-zero-grad` (what an optimizer step updates).
 
 Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`,
-:func:`~torch_pitfalls.expect_raises`.
+:func:`~torch_pitfalls.expect_raises`, :func:`~torch_pitfalls.expect_warns`.
 """
 
 # %%
@@ -40,7 +40,14 @@ import copy
 import torch
 from torch import nn
 
-from torch_pitfalls import expect_raises, get_device, seed_everything
+from torch_pitfalls import (
+    PitfallWarning,
+    expect_raises,
+    expect_warns,
+    get_device,
+    guards,
+    seed_everything,
+)
 
 seed_everything(0)
 device = get_device()
@@ -390,6 +397,19 @@ for finding in static["wrong"]:
     print(finding)
 print("findings in the fix:", static["fixed"])
 assert [f.rule for f in static["wrong"]] == ["TP105"] and static["fixed"] == []
+
+# %%
+# The runtime guard ``TP019`` detects the other mistake, one block repeated, as the code runs:
+# an ``nn.ModuleList`` or ``nn.Sequential`` that holds the same module object (one with
+# parameters) more than once, looked at when the model is first called.
+
+with guards(language="en") as wrong:
+    with expect_warns(PitfallWarning, "^TP019 "):
+        RepeatedTower(width=4, depth=3).to(device)(x)
+with guards(language="en") as fixed:
+    ModuleListTower(width=4, depth=3).to(device)(x)
+print("found in the wrong code:", wrong.ids, "  in the fix:", fixed.ids)
+assert wrong.ids == ["TP019"] and fixed.ids == []
 
 # %%
 # Takeaway

@@ -24,7 +24,8 @@ None of these raises an error, and in two of them the logged norm looks perfectl
 
    :ref:`backward-step-zero-grad` (one training step), :ref:`gradient-accumulation`.
 
-Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`.
+Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`,
+:func:`~torch_pitfalls.expect_warns`.
 """
 
 # %%
@@ -44,7 +45,7 @@ import copy
 import torch
 from torch import nn
 
-from torch_pitfalls import get_device, seed_everything
+from torch_pitfalls import PitfallWarning, expect_warns, get_device, guards, seed_everything
 
 seed_everything(0)
 device = get_device()
@@ -319,6 +320,19 @@ for name in ("without a scaler", "with a GradScaler"):
 # ``backward()`` in one loop body, as on this page. It is opt-in until it has findings on real
 # code to measure: it found none in 28 public codebases, about 50 files of which clip gradients.
 #
+# The runtime guard ``TP020`` detects, as the code runs, a call of ``clip_grad_norm_`` or
+# ``clip_grad_value_`` on parameters none of which has a gradient: the clip before
+# ``backward()`` above (the two other misplaced clips find gradients, which only ``TP118`` sees).
+
+with guards(language="en") as wrong:
+    with expect_warns(PitfallWarning, "^TP020 "):
+        train(orders["clip before backward"], batches[:1])
+with guards(language="en") as fixed:
+    train(orders["clip before step (right)"], batches[:1])
+print("found in the wrong code:", wrong.ids, "  in the fix:", fixed.ids)
+assert wrong.ids == ["TP020"] and fixed.ids == []
+
+# %%
 # Takeaway
 # --------
 #

@@ -25,7 +25,8 @@ step count, SGD's momentum.
    :ref:`backward-step-zero-grad` (the training step), and Adam and SGD with momentum as update
    rules.
 
-Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`.
+Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`,
+:func:`~torch_pitfalls.expect_warns`.
 """
 
 # %%
@@ -41,7 +42,7 @@ import copy
 import torch
 from torch import nn
 
-from torch_pitfalls import get_device, seed_everything
+from torch_pitfalls import PitfallWarning, expect_warns, get_device, guards, seed_everything
 
 seed_everything(0)
 device = get_device()
@@ -292,6 +293,34 @@ assert fixed_epochs[2] == [BATCHES * (e + 1) for e in range(EPOCHS)]
 # optimizers improved their results on the Replica data set
 # (`Vox-Fusion issue 31 <https://github.com/zju3dv/Vox-Fusion/issues/31>`_).
 #
+# Detectors
+# ---------
+#
+# The runtime guard ``TP018`` detects this pitfall in your own code (see :doc:`/detectors`): the
+# same parameters stepped again and again by a new optimizer that keeps state, each taking at
+# most two steps; the third such optimizer in a row is reported.
+# Three steps of the page's training loop, with the optimizer built at every step, then once:
+
+
+def three_steps(net, rebuild_every_step):
+    optimizer = adam(net.parameters())
+    for _ in range(3):
+        if rebuild_every_step:
+            optimizer = adam(net.parameters())
+        optimizer.zero_grad()
+        nn.functional.mse_loss(net(x), y).backward()
+        optimizer.step()
+
+
+with guards(language="en") as wrong:
+    with expect_warns(PitfallWarning, "^TP018 "):
+        three_steps(copy.deepcopy(model), rebuild_every_step=True)
+with guards(language="en") as fixed:
+    three_steps(copy.deepcopy(model), rebuild_every_step=False)
+print("found in the wrong code:", wrong.ids, "  in the fix:", fixed.ids)
+assert wrong.ids == ["TP018"] and fixed.ids == []
+
+# %%
 # Takeaway
 # --------
 #
