@@ -402,6 +402,9 @@ assert [f.rule for f in static["wrong"]] == ["TP105"] and static["fixed"] == []
 # The runtime guard ``TP019`` detects the other mistake, one block repeated, as the code runs:
 # an ``nn.ModuleList`` or ``nn.Sequential`` that holds the same module object (one with
 # parameters) more than once, looked at when the model is first called.
+# In the source, the opt-in rule ``TP111`` of the static checker (``--enable TP111``) finds the
+# usual way to write it, one module instance repeated with ``[block] * n``; it is opt-in because
+# that form is also how some models share weights on purpose.
 
 with guards(language="en") as wrong:
     with expect_warns(PitfallWarning, "^TP019 "):
