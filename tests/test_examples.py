@@ -41,6 +41,25 @@ def test_every_heading_underline_is_as_long_as_its_title(slug):
             )
 
 
+@pytest.mark.parametrize("slug", all_slugs())
+def test_every_section_heading_is_in_a_text_block(slug):
+    """A heading (``# Title`` over ``# -----``) is text only in a block that ``# %%`` opens; in
+    the comments of a code cell (after a mistyped ``# %``, say) the section, its prose and every
+    later heading are shown as code and left out of the Chinese catalog."""
+    lines = example_path(slug).read_text(encoding="utf-8").splitlines()
+    for number, (title, underline) in enumerate(zip(lines, lines[1:], strict=False), start=1):
+        if not (re.fullmatch(r"# -{3,}", underline) and re.fullmatch(r"# \w.*", title)):
+            continue
+        start = number - 1
+        while start > 0 and lines[start - 1].startswith("#"):
+            start -= 1  # to the first line of this run of comments
+        opener = lines[start]
+        assert opener.strip() == "# %%", (
+            f"{example_path(slug)}:{number}: the heading {title!r} is in a code cell's comments "
+            f"(its comment block starts with {opener!r}, not '# %%')"
+        )
+
+
 #: Bold or italic text holding a literal or a role: reST does not nest inline markup, so the page
 #: shows the backticks and colons as text (the browser tests find it on the built site).
 NESTED_MARKUP = re.compile(r"(\*\*|(?<![*\w])\*(?=\S))((?:(?!\1).)+?)\1", re.S)

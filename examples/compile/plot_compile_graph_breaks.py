@@ -187,7 +187,7 @@ except torch._dynamo.exc.Unsupported as error:
 if torch.__version__ >= "2.12":  # see "Changed in PyTorch 2.10" and "2.12" below
     assert logged == [f"loss {loss.item():.3f}"]
 
-# %
+# %%
 # Changed in PyTorch 2.10: fullgraph=True keeps .item() in the graph
 # ------------------------------------------------------------------
 #
@@ -208,7 +208,7 @@ if torch.__version__ >= "2.12":  # see "Changed in PyTorch 2.10" and "2.12" belo
 print("fullgraph=True compiled the step with .item():", bool(logged))
 assert bool(logged) == (torch.__version__ >= "2.12")
 
-# %
+# %%
 # NumPy calls on tensors, another classic cause of breaks, are traced into the graph by recent
 # releases:
 

@@ -246,7 +246,7 @@ print("torch.jit.script warned:", [category for category, _ in deprecation] or "
 expected = "FutureWarning" if torch.__version__ >= "2.14" else "DeprecationWarning"
 assert [c for c, _ in deprecation] == ([expected] if torch.__version__ >= "2.10" else [])
 
-# %
+# %%
 # A real-world report
 # -------------------
 #

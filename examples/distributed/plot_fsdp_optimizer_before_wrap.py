@@ -212,7 +212,7 @@ if live:
 print("fully_shard ran on the CPU:", live)
 assert live == (VERSION >= (2, 7))
 
-# %
+# %%
 # A real-world report: an FSDP nanoGPT whose loss did not go down
 # ----------------------------------------------------------------
 #
