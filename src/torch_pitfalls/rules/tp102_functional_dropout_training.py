@@ -9,7 +9,11 @@ checked: their ``training`` defaults to ``False``. Not reported in a function na
 ``training_step`` (PyTorch Lightning's hook) or ``train_step``, or in code nested in one:
 such code only runs in training, where ``training=True`` is what it means (dropout on the
 inputs as noise, for example); a ``forward``, a ``validation_step`` or any other function
-is reported, since it also runs in evaluation. Reported at the call.
+is reported, since it also runs in evaluation. Nor in the body of an ``if`` whose test reads
+``.training`` without ``not`` or ``or`` (``if self.training and p > 0:``), which runs in training
+only. Nor in a plain function (not a method) whose parameter is the ``p`` it passes
+(``def attention(q, k, v, dropout_p=0.0)``): its caller sets ``p`` to 0 outside training, as
+PyTorch's own functional attention does. Reported at the call.
 
 Fixed by ``--fix`` (a safe fix: ``training=self.training`` keeps the dropout on in training
 and turns it off in evaluation, as ``nn.Dropout`` does) where the call is in the body of a

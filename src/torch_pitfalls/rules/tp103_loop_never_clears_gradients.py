@@ -30,6 +30,10 @@ clears. Nested loops report the innermost loop that has the problem, once: an ou
 reported again for a problem of a loop inside it. Always reported at the loop's ``for`` or
 ``while`` (for a closure too, not at its ``def``).
 
+Not reported either: a loop that assigns anew, on each pass, the optimizer it steps (a new
+model and optimizer per configuration, a new leaf and optimizer per step), or that calls a
+function doing so: nothing is carried into the next step.
+
 .. rubric:: Why is this bad?
 
 Gradients accumulate: without ``zero_grad()`` each step applies the sum of every gradient since

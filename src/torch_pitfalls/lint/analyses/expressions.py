@@ -202,6 +202,18 @@ class _Scope:
         return None if name in self._local else outer
 
 
+def _tests_training(test: ast.expr) -> bool:
+    """Whether an ``if`` test holds only in training: it reads ``.training`` (``self.training``,
+    ``self.training and p > 0``), negates nothing (``not self.training`` is evaluation) and has
+    no ``or``."""
+    nodes = list(ast.walk(test))
+    return any(isinstance(n, ast.Attribute) and n.attr == "training" for n in nodes) and not any(
+        (isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not))
+        or (isinstance(n, ast.BoolOp) and isinstance(n.op, ast.Or))
+        for n in nodes
+    )
+
+
 class _ExpressionChecker(ast.NodeVisitor):
     """TP101 and TP102: one walk of the module, each function's statements in order.
 
@@ -223,6 +235,7 @@ class _ExpressionChecker(ast.NodeVisitor):
         self.scope = _Scope(parent=None)
         self.deferred: deque[tuple[ast.AST, _Scope]] = deque()
         self.ending_ifs: set[ast.If] = set()  # read, and no branch of them flows on
+        self.training_branches = 0  # depth of ``if self.training`` bodies being read (TP102)
         # function -> the kind every return of it gives (from an earlier reading), and the
         # kinds its returns give in this reading
         self.known_returns = known_returns or {}
@@ -434,8 +447,11 @@ class _ExpressionChecker(ast.NodeVisitor):
         flowing = []
         for block in (node.body, node.orelse):
             scope.current = dict(before)
+            training = block is node.body and _tests_training(node.test)
+            self.training_branches += training  # ``if self.training:``: runs in training only
             for statement in block:
                 self.visit(statement)
+            self.training_branches -= training
             if not self._ends_flow(block):
                 flowing.append(scope.current)
         if not flowing:
@@ -570,11 +586,31 @@ class _ExpressionChecker(ast.NodeVisitor):
         if (
             "TP102" in self.active
             and not self.scope.in_training
+            and not self.training_branches
             and self.imports.qualified_name(node.func) in _DROPOUT_FUNCTIONS
         ):
             positional_training = len(node.args) > _TRAINING_POSITION or any(
                 isinstance(a, ast.Starred) for a in node.args
             )
             keyword_training = any(k.arg in ("training", None) for k in node.keywords)
-            if not positional_training and not keyword_training:
+            if not positional_training and not keyword_training and not self._caller_sets_p(node):
                 self.report(node, "TP102")
+
+    def _caller_sets_p(self, call: ast.Call) -> bool:
+        """Whether the dropout's ``p`` is a parameter of the plain function (not a method) it is
+        called in: PyTorch's own functional attention passes ``dropout_p=0.0`` outside training,
+        and code written after it (``def attention(q, k, v, dropout_p=0.0)``) leaves that to its
+        caller, which the checker does not see."""
+        p = (
+            call.args[1]
+            if len(call.args) > 1
+            else next((k.value for k in call.keywords if k.arg == "p"), None)
+        )
+        function = self.scope.node
+        if not isinstance(p, ast.Name) or not isinstance(function, FUNCTIONS):
+            return False
+        if self.scope.self_name is not None:
+            return False  # a method: its p is the module's, and self.training is at hand
+        arguments = function.args
+        names = [a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)]
+        return p.id in names
