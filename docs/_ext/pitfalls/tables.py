@@ -183,6 +183,8 @@ def rules_directive():
             body = next(iter(result.findall(nodes.tbody)))
             for row, rule in zip(body.children, rules.RULES, strict=True):
                 row["ids"] = [rule_label(rule.id)]
+            # titles are half code (--local_rank): no smart quotes or dashes in the table
+            result["support_smartquotes"] = False
             return [result]
 
     return Rules
