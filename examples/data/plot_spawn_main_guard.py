@@ -40,6 +40,7 @@ file for "spawn" to import it again).
 import multiprocessing
 import re
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from torch_pitfalls import get_device, run_script
@@ -106,6 +107,11 @@ def module_level_runs(result):
     return sorted(runs, key=lambda run: (run[0] != "__main__", run[1]))
 
 
+# The script runs under "spawn" here, and under "fork" further down; the fork run is started now,
+# beside it, in a thread of its own, to keep the page quick (each run is a process of its own).
+has_fork = "fork" in multiprocessing.get_all_start_methods()  # not on Windows
+beside = ThreadPoolExecutor(max_workers=1)
+fork_run = beside.submit(run_script, train_py, "fork", timeout=120) if has_fork else None
 spawned = run_script(train_py, "spawn", timeout=120)
 show(spawned)
 
@@ -134,13 +140,13 @@ assert all(
 # %%
 # The same file under "fork", the default on Linux up to Python 3.13, loads its batches:
 
-has_fork = "fork" in multiprocessing.get_all_start_methods()  # not on Windows
 if has_fork:
-    forked = run_script(train_py, "fork", timeout=120)
+    forked = fork_run.result()
     show(forked)
     assert forked.returncode == 0
     assert "batches: [[0, 1, 4, 9], [16, 25, 36, 49]]" in forked.stdout
     assert module_level_runs(forked) == [["__main__", "MainProcess"]]
+beside.shutdown()
 print("the start method of this machine's new processes:", multiprocessing.get_start_method())
 
 # %%
