@@ -650,3 +650,24 @@ def test_no_space_after_a_link_whose_text_ends_in_chinese(path):
         if SPACE_AFTER_CHINESE_LINK.search(entry.msgstr)
     ]
     assert not problems, "use a reST escaped space (\\ ) after the link:\n" + "\n".join(problems)
+
+
+#: A MyST role whose text is Chinese, after Chinese with a space: the page shows a space between
+#: two Chinese characters (``见 {ref}`退出状态 <…>``` → "见 退出状态").
+MYST_ROLE_AFTER_A_SPACE = re.compile(r"[\u3400-\u9fff，：（] \{(?:ref|doc)\}`[\u3400-\u9fff]")
+
+
+@pytest.mark.parametrize("path", CATALOGS, ids=catalog_id)
+def test_no_space_between_chinese_and_a_myst_role_in_chinese(path):
+    problems = [
+        entry.msgstr[:80]
+        for entry in polib.pofile(str(path)).translated_entries()
+        if MYST_ROLE_AFTER_A_SPACE.search(entry.msgstr)
+    ]
+    assert not problems, "\n".join(problems)
+
+
+def test_a_space_before_a_chinese_myst_role_is_found():
+    assert MYST_ROLE_AFTER_A_SPACE.search("时为 2：见 {ref}`退出状态 <lint-exit-status>`")
+    assert not MYST_ROLE_AFTER_A_SPACE.search("时为 2：见{ref}`退出状态 <lint-exit-status>`")
+    assert not MYST_ROLE_AFTER_A_SPACE.search("见 {ref}`Exit status <lint-exit-status>`")

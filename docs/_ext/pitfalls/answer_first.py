@@ -133,7 +133,8 @@ def _detectors(docname: str, slug: str, language: str, labels: dict, space: str)
         record = catalog.page(slug)
         reason = record.no_detector_zh if language != "en" else record.no_detector
         line += nodes.emphasis("", labels["no detector"])
-        line += nodes.Text(space)
+        # "暂无，因为" then a reason that starts with Latin letters or code: a space between them
+        line += nodes.Text(" " if space or reason[:1].isascii() else "")
         line += _inline(reason)
     return line
 
