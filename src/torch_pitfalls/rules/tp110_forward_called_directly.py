@@ -45,6 +45,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from torch_pitfalls.lint.analyses.modules import constructed_class
 from torch_pitfalls.lint.analyses.scopes import FUNCTIONS, scopes, walk_with_paths
 from torch_pitfalls.lint.context import Context, statements
 from torch_pitfalls.rules import _rule
@@ -59,61 +60,17 @@ RULE = _rule(
     "model.forward(x) 会跳过模块上注册的钩子：应调用模块本身 model(x)",
 )
 
-_RETURNS_SELF = frozenset(
-    {"to", "cuda", "cpu", "eval", "train", "float", "double", "half", "bfloat16", "requires_grad_"}
-)
-_PARAMETERS = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
-
 
 def check(context: Context) -> Iterator[tuple[int, int]]:
     """Where ``.forward(...)`` is called on a module the same code constructed."""
     if "forward" not in context.attributes or not context.imports.imports_torch():
         return
-    modules = _module_classes(context)
     found = set()
     for scope in scopes(context.tree, context.statements):
-        found.update(_check_scope(context, scope, modules))
+        found.update(_check_scope(context, scope))
     for cls in (n for n in context.statements if isinstance(n, ast.ClassDef)):
-        found.update(_check_class(context, cls, modules))
+        found.update(_check_class(context, cls))
     yield from sorted(found)
-
-
-def _module_classes(context: Context) -> set[str]:
-    """The classes of this file that derive from a class of ``torch.nn``, at any depth."""
-    classes = [n for n in context.statements if isinstance(n, ast.ClassDef)]
-    modules: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for node in classes:
-            if node.name not in modules and any(
-                _is_torch_class(context, base)
-                or (isinstance(base, ast.Name) and base.id in modules)
-                for base in node.bases
-            ):
-                modules.add(node.name)
-                changed = True
-    return modules
-
-
-def _is_torch_class(context: Context, node: ast.expr) -> bool:
-    name = context.imports.qualified_name(node)
-    if name is None or not name.startswith("torch.nn.") or name in _PARAMETERS:
-        return False
-    return name.rpartition(".")[2][:1].isupper()
-
-
-def _constructs_module(context: Context, value: ast.expr | None, modules: set[str]) -> bool:
-    while (
-        isinstance(value, ast.Call)
-        and isinstance(value.func, ast.Attribute)
-        and value.func.attr in _RETURNS_SELF
-    ):
-        value = value.func.value
-    if not isinstance(value, ast.Call):
-        return False
-    func = value.func
-    return _is_torch_class(context, func) or (isinstance(func, ast.Name) and func.id in modules)
 
 
 def _forward_call(node: ast.AST) -> ast.expr | None:
@@ -127,7 +84,7 @@ def _forward_call(node: ast.AST) -> ast.expr | None:
     return None
 
 
-def _check_scope(context: Context, scope: ast.AST, modules: set[str]) -> Iterator[tuple]:
+def _check_scope(context: Context, scope: ast.AST) -> Iterator[tuple]:
     stores: dict[str, list[bool]] = {}  # name -> whether each assignment constructs a module
     calls: list[tuple[str, ast.Call]] = []
     simple: set[int] = set()  # the Name targets of plain assignments, judged by their value
@@ -137,7 +94,7 @@ def _check_scope(context: Context, scope: ast.AST, modules: set[str]) -> Iterato
             for target in targets:
                 if isinstance(target, ast.Name):
                     simple.add(id(target))
-                    built = _constructs_module(context, node.value, modules)
+                    built = constructed_class(context, node.value) is not None
                     stores.setdefault(target.id, []).append(built)
         elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
             if id(node) not in simple:
@@ -165,7 +122,7 @@ def _self_attribute(node: ast.expr, selves: set[str]) -> str | None:
     return None
 
 
-def _check_class(context: Context, cls: ast.ClassDef, modules: set[str]) -> Iterator[tuple]:
+def _check_class(context: Context, cls: ast.ClassDef) -> Iterator[tuple]:
     methods = [n for n in cls.body if isinstance(n, FUNCTIONS) and n.args.args]
     selves = {m.args.args[0].arg for m in methods}
     stores: dict[str, list[bool]] = {}
@@ -179,7 +136,7 @@ def _check_class(context: Context, cls: ast.ClassDef, modules: set[str]) -> Iter
                     name = _self_attribute(target, selves)
                     if name is not None:
                         built = isinstance(node, ast.Assign | ast.AnnAssign) and (
-                            _constructs_module(context, node.value, modules)
+                            constructed_class(context, node.value) is not None
                         )
                         stores.setdefault(name, []).append(built)
                         if method.name == "__init__":
