@@ -654,7 +654,9 @@ def test_no_space_after_a_link_whose_text_ends_in_chinese(path):
 
 #: A MyST role whose text is Chinese, after Chinese with a space: the page shows a space between
 #: two Chinese characters (``见 {ref}`退出状态 <…>``` → "见 退出状态").
-MYST_ROLE_AFTER_A_SPACE = re.compile(r"[\u3400-\u9fff，：（] \{(?:ref|doc)\}`[\u3400-\u9fff]")
+MYST_ROLE_AFTER_A_SPACE = re.compile(
+    r"[\u3400-\u9fff，：（] (?:\{(?:ref|doc)\}`|\[)[\u3400-\u9fff]"
+)  # a role or a named link ([发布说明](…))
 
 
 @pytest.mark.parametrize("path", CATALOGS, ids=catalog_id)
@@ -671,3 +673,5 @@ def test_a_space_before_a_chinese_myst_role_is_found():
     assert MYST_ROLE_AFTER_A_SPACE.search("时为 2：见 {ref}`退出状态 <lint-exit-status>`")
     assert not MYST_ROLE_AFTER_A_SPACE.search("时为 2：见{ref}`退出状态 <lint-exit-status>`")
     assert not MYST_ROLE_AFTER_A_SPACE.search("见 {ref}`Exit status <lint-exit-status>`")
+    assert MYST_ROLE_AFTER_A_SPACE.search("见 [发布说明](https://example.org)")
+    assert not MYST_ROLE_AFTER_A_SPACE.search("与 [PR#30531](https://example.org)")
