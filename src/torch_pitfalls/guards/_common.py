@@ -12,6 +12,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 import torch.utils._pytree
@@ -118,13 +119,28 @@ _SKIPPED_DIRS = (
 _SKIPPED_FILES = {str(Path(contextlib.__file__).resolve())}
 
 
-@dataclass(frozen=True)
-class _Place:
+class _Place(NamedTuple):
     """A line of the user's code, read when found (a frame's line moves on as it runs)."""
 
     filename: str
     lineno: int
     module: str
+
+
+_SKIPPED: dict[str, bool] = {}
+"""Whether frames of a file are skipped when looking for the user's line, by file name (read
+once per file: the guards look for it at every top-level forward and every backward)."""
+
+
+def _skipped(filename: str) -> bool:
+    skipped = (
+        filename.startswith(_TORCH_DIR)
+        or filename.startswith(_SKIPPED_DIRS)
+        or filename in _SKIPPED_FILES
+        or filename.startswith("<frozen")
+    )
+    _SKIPPED[filename] = skipped
+    return skipped
 
 
 def _user_place() -> _Place | None:
@@ -133,12 +149,8 @@ def _user_place() -> _Place | None:
     frame = sys._getframe(1)
     while frame is not None:
         filename = frame.f_code.co_filename
-        if not (
-            filename.startswith(_TORCH_DIR)
-            or filename.startswith(_SKIPPED_DIRS)
-            or filename in _SKIPPED_FILES
-            or filename.startswith("<frozen")
-        ):
+        skipped = _SKIPPED.get(filename)
+        if not (_skipped(filename) if skipped is None else skipped):
             return _Place(filename, frame.f_lineno, frame.f_globals.get("__name__", "<unknown>"))
         frame = frame.f_back
     return None

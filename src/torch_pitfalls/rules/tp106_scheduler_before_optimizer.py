@@ -87,13 +87,19 @@ def check(context: Context) -> Iterator[tuple[int, int]]:
     """Where a loop steps its scheduler before its optimizer."""
     if "step" not in context.attributes or not context.imports.imports_torch():
         return
-    schedulers, optimizers, others = _assigned_from(context)
-    for loop in ast.walk(context.tree):
-        if not isinstance(loop, LOOPS) or not any(
+    loops = [
+        loop
+        for loop in context.statements
+        if isinstance(loop, LOOPS)
+        and any(
             isinstance(statement, ast.Expr) and method_call(statement.value, "step")
             for statement in loop.body
-        ):
-            continue
+        )
+    ]
+    if not loops:
+        return
+    schedulers, optimizers, others = _assigned_from(context)
+    for loop in loops:
         stepped = False
         pending: list[ast.Call] = []
         for statement in loop.body:
@@ -120,7 +126,7 @@ def _assigned_from(context: Context) -> tuple[set[str], set[str], set[str]]:
     schedulers: set[str] = set()
     optimizers: set[str] = set()
     others: set[str] = set()
-    for node in ast.walk(context.tree):
+    for node in context.statements:  # an assignment is a statement: no need to walk expressions
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
             name = context.imports.qualified_name(node.value.func) or ""
             if name.startswith("torch.optim.lr_scheduler."):
