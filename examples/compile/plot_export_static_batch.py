@@ -189,7 +189,7 @@ for n in (4, 3, 1):
 # The static checker's opt-in rule ``TP122`` (``--enable TP122``, see :doc:`/detectors`) finds a
 # call of ``torch.export.export`` whose ``dynamic_shapes`` make the batch dynamic while the example
 # input is built with a batch of 1 (``torch.randn(1, …)``), as on this page. It is opt-in until it
-# has findings on real code to measure: none of 28 public codebases exports with ``dynamic_shapes``.
+# has findings on real code to measure.
 #
 # Takeaway
 # --------

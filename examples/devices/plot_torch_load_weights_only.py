@@ -417,8 +417,7 @@ assert torch.equal(rebuilt.fc.weight, net.fc.weight) and torch.equal(rebuilt.fc.
 # that fail since PyTorch 2.6: a :func:`torch.load` without ``weights_only=`` in a file that saves
 # more than tensors into its checkpoint (a whole module, an optimizer, an
 # ``argparse.Namespace``, NumPy values) or uses what it loaded as a module. Loads of state dicts,
-# which the new default reads, are left alone. Over 28 public codebases it flagged 7 loads, all
-# of which fail on PyTorch 2.6 and later.
+# which the new default reads, are left alone. It is on by default.
 #
 # Takeaway
 # --------

@@ -233,7 +233,7 @@ assert live == (VERSION >= (2, 7))
 # The static checker's opt-in rule ``TP119`` (``--enable TP119``, see :doc:`/detectors`) finds an
 # optimizer built from ``model.parameters()`` before ``fully_shard(model)`` or ``FSDP(model)`` in
 # the same scope and not built again before it is used. It is opt-in until it has findings on
-# real code to measure: it found none in 28 public codebases, 120 files of which shard a model.
+# real code to measure.
 #
 # Takeaway
 # --------

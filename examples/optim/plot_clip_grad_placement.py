@@ -318,7 +318,7 @@ for name in ("without a scaler", "with a GradScaler"):
 # The static checker's opt-in rule ``TP118`` (``--enable TP118``, see :doc:`/detectors`) finds
 # clipping placed after ``optimizer.step()``, before ``backward()``, or after each micro-batch's
 # ``backward()`` in one loop body, as on this page. It is opt-in until it has findings on real
-# code to measure: it found none in 28 public codebases, about 50 files of which clip gradients.
+# code to measure.
 #
 # The runtime guard ``TP020`` detects, as the code runs, a call of ``clip_grad_norm_`` or
 # ``clip_grad_value_`` on parameters none of which has a gradient: the clip before
