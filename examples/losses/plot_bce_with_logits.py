@@ -161,6 +161,15 @@ assert torch.equal(logits > 0, probabilities > 0.5)
 torch.testing.assert_close(loss, nn.BCELoss()(probabilities, labels))  # moderate logits: same
 
 # %%
+# The opposite slip, the logits given to :class:`~torch.nn.BCELoss`, which expects
+# probabilities, stops at the first value outside ``[0, 1]``: on the CPU with the error below,
+# on CUDA with a device-side assert (see :ref:`index-select`).
+
+assert ((logits < 0) | (logits > 1)).any()  # this batch's logits leave [0, 1]
+with expect_raises(RuntimeError, "all elements of input should be between 0 and 1"):
+    nn.BCELoss()(logits.detach().cpu(), labels.cpu())
+
+# %%
 # Under CUDA autocast, ``BCELoss`` is refused
 # -------------------------------------------
 #
