@@ -456,6 +456,7 @@ PRODUCERS = [
     lambda: F.cross_entropy(torch.randn(14, 10), torch.zeros(2, 7, dtype=torch.long)),
     lambda: F.mse_loss(torch.ones(4, 1), torch.ones(4)),
     lambda: F.mse_loss(torch.tensor(1.0), torch.ones(4)),
+    lambda: nn.BCELoss()(torch.tensor([2.0]), torch.ones(1)),
     lambda: nn.SoftMarginLoss()(torch.randn(4, 3), torch.rand(4, 3, requires_grad=True)),
     lambda: F.kl_div(torch.randn(3, 2).log_softmax(1), torch.rand(3, 2)),
     lambda: F.ctc_loss(
@@ -537,6 +538,9 @@ PRODUCERS = [
     lambda: nn.Linear(8, 10)(torch.randn(4, 32)),
     # numerics, data, performance, distributed
     lambda: nn.Linear(2, 2)(torch.ones(1, 2, dtype=torch.float64)),
+    lambda: nn.Conv1d(1, 1, 1)(torch.ones(1, 1, 2, dtype=torch.float64)),
+    lambda: nn.LSTM(2, 1)(torch.ones(1, 1, 2, dtype=torch.float64)),
+    lambda: torch.bmm(torch.ones(1, 1, 2), torch.ones(1, 2, 1, dtype=torch.float64)),
     # autocast-outputs-dtype: a bfloat16 output of an autocast region outside it
     lambda: nn.Linear(2, 2)(torch.ones(1, 2, dtype=torch.bfloat16)),
     lambda: torch.ones(2, dtype=torch.bfloat16).numpy(),

@@ -81,6 +81,19 @@ with expect_raises(RuntimeError, "mat1 and mat2 (must|to) have the same dtype"):
     model(x.to(device))
 
 # %%
+# Other layers refuse a float64 batch too, each in words of its own (shown on the CPU): a
+# convolution names its bias, a recurrent layer its weights, a batched matrix product the
+# scalar types.
+
+sequences = torch.from_numpy(rng.normal(size=(2, 3, 4)))  # float64, (N, C, L)
+with expect_raises(RuntimeError, r"Input type \(double\) and bias type \(float\)"):
+    nn.Conv1d(3, 2, kernel_size=3)(sequences)
+with expect_raises(ValueError, r"RNN input dtype \(torch\.float64\) does not match weight dtype"):
+    nn.LSTM(4, 2, batch_first=True)(sequences)
+with expect_raises(RuntimeError, "expected scalar type Float but found Double"):
+    torch.bmm(torch.ones(2, 1, 3), sequences)  # float32 attention weights, float64 values
+
+# %%
 # Casting the features, a common first fix, makes the forward pass work.
 # The targets are still float64, and the loss takes them without a word: it is computed in
 # float64, and so is its backward pass down to the prediction.
