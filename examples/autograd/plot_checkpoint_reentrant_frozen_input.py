@@ -275,7 +275,8 @@ with process_group_of_one():
 # :func:`torch.utils.checkpoint.checkpoint` or ``checkpoint_sequential`` without
 # ``use_reentrant=`` in your own code, whatever name it is imported under: such a call runs the
 # reentrant variant of this page. It is on by default: in model code such a call relies on the
-# default; in a test where the variant does not matter, ``# noqa: TP115`` on the line silences it.
+# default; in a test where the variant does not matter, a ``noqa`` comment naming ``TP115`` on
+# the line silences it.
 #
 # Takeaway
 # --------
