@@ -15,7 +15,8 @@ gives a softmax output (``def predict(x): return F.softmax(...)``) gives one whe
 (``predict(x)``, ``self.predict(x)``), and so does an instance of a class of the module
 whose ``__call__``, or for a subclass (an ``nn.Module``) without one whose ``forward``,
 returns one (``model = Net()`` then ``model(x)``; ``self.net = Net()`` then
-``self.net(x)``); a tuple returned (``return validity, label``) is followed when it is
+``self.net(x)``), or which defines neither and inherits one that does from a class of the
+module (``class Net(Base)``); a tuple returned (``return validity, label``) is followed when it is
 unpacked into as many names or indexed with a constant. A ``log_softmax`` is never flagged,
 nor a softmax passed as the target or used otherwise (``softmax(...).log()``,
 ``torch.log(...)``), nor a function some return of which gives something else, nor a

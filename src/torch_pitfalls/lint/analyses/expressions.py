@@ -376,7 +376,17 @@ class _ExpressionChecker(ast.NodeVisitor):
         method = methods.get("__call__")
         if method is None and node.bases:
             method = methods.get("forward")
-        instance = None if method is None else self.function_kind(method)
+        if method is None:
+            # neither defined here: what a base class of the same module gives, the first one
+            # that gives something (``class Net(Base)``, ``Base.forward`` returning a softmax)
+            for base in node.bases:
+                inherited = (
+                    self.definitions.current.get(base.id) if isinstance(base, ast.Name) else None
+                )
+                if isinstance(inherited, tuple) and inherited[0] == _CALLS:
+                    return inherited
+            return None
+        instance = self.function_kind(method)
         return None if instance is None else (_CALLS, instance)
 
     def learnt_returns(self) -> dict:
