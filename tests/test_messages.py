@@ -440,6 +440,7 @@ PRODUCERS = [
     _load_model_of_a_missing_module,
     lambda: torch.ones(2, device="meta") + torch.ones(2),
     lambda: torch.ones(4).item(),
+    lambda: torch.ones(4).mean().data[0],
     lambda: float(torch.ones(4)),
     lambda: nn.DataParallel(nn.Sequential(nn.Linear(2, 2))).load_state_dict(
         nn.Sequential(nn.Linear(2, 2)).state_dict()

@@ -86,6 +86,18 @@ assert one_element.item() == 2.5 and one_element.tolist() == [[2.5]]
 assert zero_dim.tolist() == 7
 
 # %%
+# Old tutorials read a loss with ``loss.data[0]``, from the time when a loss was a tensor of one
+# element. Since PyTorch 0.4 a reduced loss has zero dimensions (the `0.4.0 migration guide
+# <https://pytorch.org/blog/pytorch-0_4_0-migration-guide/>`_, "Accumulating losses"), so it has
+# no index 0, and the error names the fix, ``loss.item()``:
+
+mean_loss_tensor = per_sample.mean()
+print("shape of a reduced loss:", tuple(mean_loss_tensor.shape))
+assert mean_loss_tensor.dim() == 0
+with expect_raises(IndexError, r"invalid index of a 0-dim tensor\. Use `tensor\.item\(\)`"):
+    mean_loss_tensor.data[0]
+
+# %%
 # The Python type follows the dtype: floating-point tensors give ``float``, integer tensors
 # ``int``, boolean tensors ``bool``.
 # A ``float32`` value becomes a 64-bit Python ``float`` that keeps the ``float32`` rounding,
