@@ -375,6 +375,16 @@ with cuda_section(
 # of GPU work), :ref:`non-blocking-copy` (copies to the host that do not wait) and
 # :ref:`caching-allocator` (which references keep GPU memory alive).
 #
+# Detectors
+# ---------
+#
+# The static checker's rule ``TP128`` (see :doc:`/detectors`) finds index 0 of a tensor that it
+# knows to have zero dimensions, in your own code: ``loss.data[0]`` of a reduced loss, or of a
+# mean or sum over every element, as in the old-style line above. It is on by default.
+# The other errors of this page are PyTorch's own, and under the runtime guards they carry a
+# note with a link to this page; whether ``total += loss`` is meant for backward or only for
+# logging is the code's intent, which no detector can read.
+#
 # Takeaway
 # --------
 #
