@@ -56,11 +56,12 @@ migration guide, "Accumulating losses"). Today the line raises ``IndexError: inv
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 from collections.abc import Iterator
 
 from torch_pitfalls.lint.analyses.scopes import NESTED, scopes
-from torch_pitfalls.lint.context import Context
+from torch_pitfalls.lint.context import Context, child_statements
 from torch_pitfalls.rules import _rule
 
 RULE = _rule(
@@ -77,7 +78,6 @@ RULE = _rule(
     "要得到 Python 数字，应使用 .item()",
 )
 
-_INDEX_ZERO = re.compile(r"\[\s*0\s*\]")
 _WHOLE_REDUCTIONS = frozenset({"torch.mean", "torch.sum"})
 _ELEMENTWISE = frozenset({"torch.abs", "torch.sqrt", "torch.exp", "torch.log"})
 _FUNCTIONAL_LOSSES = frozenset(
@@ -98,35 +98,79 @@ _FUNCTIONAL_LOSSES = frozenset(
 
 def check(context: Context) -> Iterator[tuple[int, int]]:
     """Where a zero-dimensional tensor is indexed with 0."""
-    if context.source and not _INDEX_ZERO.search(context.source):
-        return
-    if not context.imports.imports_torch():
+    lines = _candidate_lines(context.source) if context.source else None
+    if lines == [] or not context.imports.imports_torch():
         return
     for scope in scopes(context.tree, context.statements):
-        yield from _check_scope(context, scope)
+        # a function with no candidate [0] in its lines has nothing to report: not read
+        if lines is None or scope is context.tree or _holds(scope, lines):
+            yield from _check_scope(context, scope, lines)
 
 
-def _check_scope(context: Context, scope: ast.AST) -> Iterator[tuple[int, int]]:
-    nodes = []
-    stack = list(scope.body)
+_INDEX_ZERO = re.compile(r"\[\s*0\s*\]")
+_WORD_BEFORE = re.compile(r"([.\w]*?)(\w+)\s*$")
+
+
+def _candidate_lines(source: str) -> list[int]:
+    """The lines (from 1) of the text's indexes ``[0]`` where the rule may report: of ``.data``,
+    of a call or a parenthesised expression, or of a bare name (not of another attribute, such as
+    ``.shape[0]``), in order."""
+    lines, line, position = [], 1, 0
+    for match in _INDEX_ZERO.finditer(source):
+        before = source[max(0, match.start() - 40) : match.start()].rstrip()
+        if not before.endswith(")"):
+            word = _WORD_BEFORE.search(before)
+            if word is None or (word.group(1).endswith(".") and word.group(2) != "data"):
+                continue
+        line += source.count("\n", position, match.start())
+        position = match.start()
+        if not lines or lines[-1] != line:
+            lines.append(line)
+    return lines
+
+
+def _holds(node: ast.AST, lines: list[int]) -> bool:
+    """Whether a candidate line lies in ``node``'s lines."""
+    i = bisect.bisect_left(lines, node.lineno)
+    return i < len(lines) and lines[i] <= (node.end_lineno or node.lineno)
+
+
+def _check_scope(
+    context: Context, scope: ast.AST, lines: list[int] | None
+) -> Iterator[tuple[int, int]]:
+    statements = []
+    stack = list(child_statements(scope))
     while stack:
-        node = stack.pop()
-        if isinstance(node, NESTED):
+        statement = stack.pop()
+        if isinstance(statement, NESTED):
             continue  # its own scope
-        nodes.append(node)
-        stack.extend(ast.iter_child_nodes(node))
-    indexes = [node for node in nodes if isinstance(node, ast.Subscript) and _is_zero(node.slice)]
+        statements.append(statement)
+        stack.extend(child_statements(statement))
+    # the indexes [0] (and assignment expressions) in the statements on the candidate lines;
+    # a statement's blocks are statements of their own
+    indexes, named = [], []
+    for statement in statements:
+        if lines is not None and not _holds(statement, lines):
+            continue
+        inner = [c for c in ast.iter_child_nodes(statement) if not isinstance(c, ast.stmt)]
+        while inner:
+            node = inner.pop()
+            if isinstance(node, ast.Subscript) and _is_zero(node.slice):
+                indexes.append(node)
+            elif isinstance(node, ast.NamedExpr):
+                named.append(node)
+            inner.extend(c for c in ast.iter_child_nodes(node) if not isinstance(c, ast.stmt))
     if not indexes:
         return
     losses = {  # names bound to an nn.…Loss instance that reduces
         target.id
-        for node in nodes
+        for node in statements
         if isinstance(node, ast.Assign) and _loss_module(context, node.value)
         for target in node.targets
         if isinstance(target, ast.Name)
     }
     assigned: dict[str, list[ast.expr | None]] = {}
-    for node in nodes:
+    for node in [*statements, *named]:
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 _note_target(assigned, target, node.value)
