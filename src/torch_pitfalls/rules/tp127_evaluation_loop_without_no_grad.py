@@ -117,38 +117,52 @@ def check(context: Context) -> Iterator[tuple[int, int]]:
     """Where a model in eval mode is called in a loop that keeps its outputs, gradients on."""
     if "eval" not in context.attributes or not context.imports.imports_torch():
         return
-    source = context.source
-    if source:
+    if context.source:
+        source = context.source
         lines = {source.count("\n", 0, m.start()) + 1 for m in _EVAL_CALL.finditer(source)}
         if not lines:
             return
     else:
-        lines = None
+        lines = {n.lineno for n in ast.walk(context.tree) if isinstance(n, ast.Call)}
     functions = [node for node in context.statements if isinstance(node, FUNCTIONS)]
-    off_ranges = _grad_off_ranges(context)
-    module_nodes = list(_own_nodes(context.tree))
-    if _grad_switched_off(module_nodes, context):
+    scopes: dict[int, ast.AST] = {}
+    for line in lines:  # the innermost function around each .eval(), or the module
+        around = [f for f in functions if f.lineno <= line <= f.end_lineno]
+        scope = max(around, key=lambda f: f.lineno) if around else context.tree
+        scopes[id(scope)] = scope
+    candidates: list[tuple[ast.AST, list, list[ast.Call]]] = []
+    for scope in scopes.values():
+        nodes = list(_own_nodes(scope))
+        calls = _candidate_calls(nodes, context)
+        if calls:
+            candidates.append((scope, nodes, calls))
+    if not candidates:
         return
-    scopes: list[ast.AST] = []
-    for scope in (context.tree, *functions):
-        if (
-            lines is not None
-            and scope is not context.tree
-            and not any(scope.lineno <= line <= scope.end_lineno for line in lines)
+    # what turns gradients off, only for the few scopes left
+    if (not context.source or "set_grad_enabled" in context.source) and _grad_switched_off(
+        _own_nodes(context.tree), context
+    ):
+        return
+    off_ranges = _grad_off_ranges(context)
+    found: list[tuple[int, int]] = []
+    for scope, nodes, calls in candidates:
+        if isinstance(scope, FUNCTIONS) and (
+            _in_ranges(scope.lineno, off_ranges) or _wrapped_by_callers(scope, context, off_ranges)
         ):
             continue
-        scopes.append(scope)
-    found: list[tuple[int, int]] = []
-    for scope in scopes:
-        if scope is not context.tree and _in_ranges(scope.lineno, off_ranges):
+        if _wants_gradients(nodes, context) or _grad_switched_off(nodes, context):
             continue
-        nodes = module_nodes if scope is context.tree else list(_own_nodes(scope))
-        found += _scope_findings(scope, nodes, context, off_ranges)
+        found += [
+            (call.lineno, call.col_offset)
+            for call in calls
+            if not _in_ranges(call.lineno, off_ranges)
+        ]
     yield from sorted(set(found))
 
 
-def _scope_findings(scope: ast.AST, nodes: list, context: Context, off_ranges) -> list:
-    """The findings of one function (or of the module's own code), whose nodes are ``nodes``."""
+def _candidate_calls(nodes: list, context: Context) -> list[ast.Call]:
+    """The calls ``<m>(...)`` in a scope's loops whose outputs are kept, ``<m>.eval()`` being
+    the last mode set on ``<m>`` before, whatever turns gradients off."""
     modes: dict[str, list[tuple[tuple[int, int], str]]] = {}  # receiver -> (position, mode)
     for node in nodes:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
@@ -157,23 +171,27 @@ def _scope_findings(scope: ast.AST, nodes: list, context: Context, off_ranges) -
                 key = _key(node.func.value)
                 if key is not None and (method == "train" or not node.args and not node.keywords):
                     modes.setdefault(key, []).append(((node.lineno, node.col_offset), method))
-    if not any(mode == "eval" for calls in modes.values() for _, mode in calls):
-        return []
-    if _wants_gradients(nodes, context) or _grad_switched_off(nodes, context):
-        return []
-    if isinstance(scope, FUNCTIONS) and _wrapped_by_callers(scope, context, off_ranges):
+    evaluated = {key for key, calls in modes.items() if any(mode == "eval" for _, mode in calls)}
+    model_lines = [
+        node.lineno
+        for node in nodes
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name | ast.Attribute)
+        and _key(node.func) in evaluated
+    ]
+    if not model_lines:
         return []
     found = []
     for loop in nodes:
-        if not isinstance(loop, (*LOOPS, ast.ListComp, ast.GeneratorExp)):
+        if not isinstance(loop, (*LOOPS, ast.ListComp, ast.GeneratorExp)) or not any(
+            loop.lineno <= line <= loop.end_lineno for line in model_lines
+        ):
             continue
         for call in _kept_model_calls(loop, modes, context):
-            if _in_ranges(call.lineno, off_ranges):
-                continue
             position = (call.lineno, call.col_offset)
             before = [(at, mode) for at, mode in modes.get(_key(call.func), []) if at < position]
             if before and max(before)[1] == "eval":
-                found.append(position)
+                found.append(call)
     return found
 
 
@@ -273,10 +291,9 @@ def _wrapped_by_callers(function: ast.AST, context: Context, off_ranges) -> bool
     if not off_ranges:
         return False
     if context.source:
+        source = context.source
         call = re.compile(rf"\b{re.escape(function.name)}\s*\(")
-        lines = {
-            context.source.count("\n", 0, m.start()) + 1 for m in call.finditer(context.source)
-        }
+        lines = {source.count("\n", 0, m.start()) + 1 for m in call.finditer(source)}
     else:
         lines = {
             node.lineno
