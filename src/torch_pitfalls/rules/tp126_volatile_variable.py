@@ -9,11 +9,14 @@ a literal ``False`` (``volatile=False`` did nothing either, and still does nothi
 not even warn). Reported at the argument.
 
 In a module that names ``torch.autograd.Variable`` (code of that era), also the attribute
-``.volatile``: assigned anything but a literal ``False`` (``x.volatile = True``) or read
-(``if x.volatile:``), except on ``self`` or ``cls`` (an attribute of the project's own class).
-Elsewhere an attribute named ``volatile`` may be another library's (a
-Chainer ``Variable``, a configuration) and is not reported; nor are other functions named
-``Variable`` (TensorFlow's ``tf.Variable``, a class of the project).
+``.volatile`` assigned anything but a literal ``False`` (``x.volatile = True``), except on
+``self`` or ``cls`` (an attribute of the project's own class); and ``.volatile`` read
+(``if x.volatile:``) on a name that the module assigns a ``Variable(...)`` (``x =
+Variable(data)``, ``x = Variable(data).cuda()``). A read elsewhere may be another object's
+attribute (``Variable(x, volatile=args.volatile)`` reads a setting) and is not reported; nor is
+an attribute named ``volatile`` in a module that does not use torch's ``Variable`` (a Chainer
+``Variable``, a configuration), nor other functions named ``Variable`` (TensorFlow's
+``tf.Variable``, a class of the project).
 
 There is no fix: deleting the flag changes nothing that runs, but the code would still record a
 graph, which the flag was meant to prevent. The message says to write ``with torch.no_grad():``.
@@ -78,13 +81,15 @@ def check(context: Context) -> Iterator[tuple[int, int]]:
         return
     qualified = context.imports.qualified_name
     found: list[tuple[int, int]] = []
-    attributes: list[ast.Attribute] = []
+    stores: list[ast.Attribute] = []
+    reads: list[ast.Attribute] = []
     assigned_false: set[int] = set()  # x.volatile = False: harmless
+    variables: set[str] = set()  # names assigned a Variable(...)
     uses_variable = False
     for node in ast.walk(context.tree):
         if isinstance(node, ast.Attribute):
             if node.attr == "volatile" and not _own(node.value):
-                attributes.append(node)
+                (reads if isinstance(node.ctx, ast.Load) else stores).append(node)
             elif node.attr == "Variable" and qualified(node) in _VARIABLE:
                 uses_variable = True
         elif isinstance(node, ast.Name):
@@ -95,14 +100,31 @@ def check(context: Context) -> Iterator[tuple[int, int]]:
                 argument = _volatile_argument(node)
                 if argument is not None and not _literal_false(argument):
                     found.append((argument.lineno, argument.col_offset))
-        elif isinstance(node, ast.Assign | ast.AnnAssign) and _literal_false(node.value):
+        elif isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            assigned_false.update(id(target) for target in targets)
+            if _literal_false(node.value):
+                assigned_false.update(id(target) for target in targets)
+            elif _a_variable(node.value, qualified):
+                variables.update(t.id for t in targets if isinstance(t, ast.Name))
     if uses_variable:
+        found += [(n.lineno, n.col_offset) for n in stores if id(n) not in assigned_false]
         found += [
-            (node.lineno, node.col_offset) for node in attributes if id(node) not in assigned_false
+            (n.lineno, n.col_offset)
+            for n in reads
+            if isinstance(n.value, ast.Name) and n.value.id in variables
         ]
     yield from sorted(found)
+
+
+def _a_variable(value: ast.expr, qualified) -> bool:
+    """Whether ``value`` is ``Variable(...)``, maybe followed by methods (``.cuda()``)."""
+    while (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and qualified(value.func) not in _VARIABLE
+    ):
+        value = value.func.value
+    return isinstance(value, ast.Call) and qualified(value.func) in _VARIABLE
 
 
 def _volatile_argument(call: ast.Call) -> ast.AST | None:
