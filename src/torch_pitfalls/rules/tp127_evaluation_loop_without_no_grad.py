@@ -3,17 +3,22 @@
 .. rubric:: What it does
 
 In a module that imports torch, a function (or the module's own code) that calls
-``<m>.eval()`` and then, in a ``for`` or ``while`` loop or a list or generator comprehension,
-calls ``<m>(...)``, the same receiver (``model``, ``self.model``), and keeps what it returns
-from one pass to the next: appends it (``.append``, ``.extend``, ``.insert``), adds it to
-something (``total += ...``, ``y = y + ...``, ``y = torch.cat([y, ...])``), stores it in an item
-(``preds[i] = ...``), or builds a list of it (``[model(x) for x in batches]``). What is kept may
-be the output itself or what is computed from it: an item, an attribute or a slice of it, a
-method of it, a function of ``torch`` or a loss (a callee whose name holds ``loss`` or
-``criterion``) applied to it. What holds no graph is not followed: ``.item()``,
-``.detach()``, ``.tolist()``, ``.numpy()``, ``.data``, ``.argmax()`` and other integer or
-boolean results (a comparison, the indices of ``.max(dim)``), and the results of other
-functions. Reported at the model's call.
+``<m>.eval()`` and after it, in a loop, calls ``<m>(...)`` on the same receiver (``model``,
+``self.model``) and keeps what the call returns from one pass to the next. The loop is a ``for``
+or ``while`` loop, a list comprehension, or a generator expression gathered by ``sum``,
+``list``, ``tuple``, ``sorted``, ``torch.cat``, ``torch.stack`` (or ``concat``, ``vstack``,
+``hstack``). Kept means: appended
+(``.append``, ``.extend``, ``.insert``), added up (``total += ...``, ``y = y + ...``,
+``y = torch.cat([y, ...])``), stored in an item (``preds[i] = ...``), or made an element of
+the comprehension. What is kept may be the output or a value computed from it: an item, an
+attribute or a slice of it, a method of it, or a function of ``torch`` or a loss (a callee whose
+name holds ``loss`` or ``criterion``) applied to it, through the names the loop assigns them.
+Values that hold no graph are not followed: ``.item()``, ``.detach()``, ``.tolist()``,
+``.numpy()``, ``.data``, ``.argmax()`` and other integer or boolean results (a comparison, the
+indices of ``.max(dim)``), nor the results of other functions (``tokenizer.decode(output)``).
+Not followed either: a name assigned anew in each pass (``loss = ...``: ``loss += ...`` keeps
+nothing into the next pass), and what is handed to another object (``metric.update(output)``).
+Reported at the model's call.
 
 Not reported when gradients are off or used:
 
@@ -23,11 +28,12 @@ Not reported when gradients are off or used:
   anything but ``True``;
 * the function, or a function or class around it, is decorated with one of those
   (``@torch.no_grad()``, ``@torch.inference_mode()``);
-* the function or the module calls ``torch.set_grad_enabled(...)`` (not ``True``) outside a
-  ``with``;
-* the function calls ``.backward()``, ``torch.autograd.grad``, ``.requires_grad_()``, an
-  optimizer's ``.step()`` or ``.zero_grad()``, or sets ``requires_grad``: its gradients are
-  wanted (a saliency map, an adversarial example, training with frozen batch norm);
+* the function, or the module's own code, calls ``torch.set_grad_enabled(...)`` (not
+  ``True``) outside a ``with``;
+* the function calls ``.backward()``, ``torch.autograd.grad``, ``.requires_grad_()``,
+  ``.step()`` or ``.zero_grad()``, passes ``requires_grad=`` or assigns ``.requires_grad``: its
+  gradients may be wanted (a saliency map, an adversarial example, training with frozen batch
+  norm);
 * ``<m>.train(...)`` is called after the ``.eval()`` and before the model's call;
 * some call of the function in the same module (by its name: ``evaluate(...)``,
   ``self.evaluate(...)``) lies in such a ``with`` block or decorated function: the caller turned
@@ -111,6 +117,9 @@ _NO_GRAPH_ATTRIBUTES = frozenset(
 )
 _WITH_INDICES = frozenset({"max", "min", "topk", "sort", "kthvalue", "mode", "median"})
 _CARRYING_BUILTINS = frozenset({"sum", "max", "min", "abs"})
+_GATHERS = frozenset(
+    {"sum", "list", "tuple", "sorted", "cat", "stack", "concat", "vstack", "hstack"}
+)
 
 
 def check(context: Context) -> Iterator[tuple[int, int]]:
@@ -181,9 +190,16 @@ def _candidate_calls(nodes: list, context: Context) -> list[ast.Call]:
     ]
     if not model_lines:
         return []
+    gathered = {  # sum(model(x) for x in batches): a generator whose outputs are gathered
+        id(argument)
+        for node in nodes
+        if isinstance(node, ast.Call) and identifier(node.func) in _GATHERS
+        for argument in node.args
+        if isinstance(argument, ast.GeneratorExp)
+    }
     found = []
     for loop in nodes:
-        if not isinstance(loop, (*LOOPS, ast.ListComp, ast.GeneratorExp)) or not any(
+        if not (isinstance(loop, (*LOOPS, ast.ListComp)) or id(loop) in gathered) or not any(
             loop.lineno <= line <= loop.end_lineno for line in model_lines
         ):
             continue
