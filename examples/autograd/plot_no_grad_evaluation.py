@@ -387,13 +387,13 @@ assert saliency_input.grad is not None
 # Two opt-in rules of the static checker find the same pitfall in source code, before it runs
 # (``--enable TP126,TP127``, see :doc:`/detectors`).
 # ``TP126`` flags ``volatile`` passed to ``torch.autograd.Variable``, through any import of it,
-# and ``.volatile`` set or read in a module that uses it: the flag does nothing, so the code
-# records the graph it meant to avoid. ``volatile=False`` is left alone, since it never did
-# anything.
+# and ``.volatile`` set, or read on a ``Variable``, in a module that uses it: the flag does
+# nothing, so the code records the graph it meant to avoid.
+# ``volatile=False``, the old default, is left alone.
 # ``TP127`` flags a function that calls ``model.eval()`` and then, in a loop, calls ``model(...)``
-# and keeps what it returns (appends it, adds it to a total, builds a list of it), with gradients
-# enabled: no :class:`torch.no_grad` or :class:`torch.inference_mode` block around the call, no
-# such decorator on the function nor on a call of it in the same module, and no ``backward()`` in
+# and keeps what it returns (appends it, adds it to a total, builds a list of it) with gradients
+# enabled: no :class:`torch.no_grad` or :class:`torch.inference_mode` block around the call or
+# around a call of the function in the same module, no such decorator, and no ``backward()`` in
 # the function.
 # A loop that keeps only ``loss.item()``, ``.detach()`` or ``.argmax()`` keeps no graph, and is
 # left alone.

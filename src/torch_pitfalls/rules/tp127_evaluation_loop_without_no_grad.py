@@ -7,18 +7,17 @@ In a module that imports torch, a function (or the module's own code) that calls
 ``self.model``) and keeps what the call returns from one pass to the next. The loop is a ``for``
 or ``while`` loop, a list comprehension, or a generator expression gathered by ``sum``,
 ``list``, ``tuple``, ``sorted``, ``torch.cat``, ``torch.stack`` (or ``concat``, ``vstack``,
-``hstack``). Kept means: appended
-(``.append``, ``.extend``, ``.insert``), added up (``total += ...``, ``y = y + ...``,
-``y = torch.cat([y, ...])``), stored in an item (``preds[i] = ...``), or made an element of
-the comprehension. What is kept may be the output or a value computed from it: an item, an
-attribute or a slice of it, a method of it, or a function of ``torch`` or a loss (a callee whose
-name holds ``loss`` or ``criterion``) applied to it, through the names the loop assigns them.
-Values that hold no graph are not followed: ``.item()``, ``.detach()``, ``.tolist()``,
-``.numpy()``, ``.data``, ``.argmax()`` and other integer or boolean results (a comparison, the
-indices of ``.max(dim)``), nor the results of other functions (``tokenizer.decode(output)``).
-Not followed either: a name assigned anew in each pass (``loss = ...``: ``loss += ...`` keeps
-nothing into the next pass), and what is handed to another object (``metric.update(output)``).
-Reported at the model's call.
+``hstack``). Kept means: appended (``.append``, ``.extend``, ``.insert``), added up
+(``total += ...``, ``y = y + ...``, ``y = torch.cat([y, ...])``), stored in an item
+(``preds[i] = ...``), or made an element of the comprehension. What is kept may be the output or
+a value computed from it: an item, an attribute or a slice of it, a method of it, or a function
+of ``torch`` or a loss (a callee whose name holds ``loss`` or ``criterion``) applied to it,
+through the names the loop assigns them. Values that hold no graph are not followed:
+``.item()``, ``.detach()``, ``.tolist()``, ``.numpy()``, ``.data``, ``.argmax()`` and other
+integer or boolean results (a comparison, the indices of ``.max(dim)``), nor the results of
+other functions (``tokenizer.decode(output)``). Not followed either: a name assigned anew in each
+pass (``loss = ...``: ``loss += ...`` keeps nothing into the next pass), and what is handed to
+another object (``metric.update(output)``). Reported at the model's call.
 
 Not reported when gradients are off or used:
 
