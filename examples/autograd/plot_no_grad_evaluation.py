@@ -69,10 +69,10 @@ batches = [torch.randn(32, 64, device=device) for _ in range(8)]
 
 
 def evaluate():
+    _ = model.eval()
     return [model(x) for x in batches]
 
 
-_ = model.eval()
 with saved_tensors() as saved_eval_only:
     outputs = evaluate()
 print("outputs require grad:", outputs[0].requires_grad)
@@ -84,6 +84,7 @@ assert outputs[0].requires_grad and saved_eval_only.nbytes > 0
 
 
 def evaluate_no_grad():
+    _ = model.eval()
     with torch.no_grad():
         return [model(x) for x in batches]
 
@@ -288,6 +289,7 @@ with expect_raises(RuntimeError, "do not track version counter"):
 
 
 def evaluate_inference_mode():
+    _ = model.eval()
     with torch.inference_mode():
         return [model(x) for x in batches]
 
@@ -380,6 +382,57 @@ with guards(language="en") as fixed:
 print("found in the wrong code:", wrong.ids, "  in the fix:", fixed.ids)
 assert wrong.ids == ["TP014"] and fixed.ids == []
 assert saliency_input.grad is not None
+
+# %%
+# Two opt-in rules of the static checker find the same pitfall in source code, before it runs
+# (``--enable TP126,TP127``, see :doc:`/detectors`).
+# ``TP126`` flags ``volatile`` passed to ``torch.autograd.Variable``, through any import of it,
+# and ``.volatile`` set, or read on a ``Variable``, in a module that uses it: the flag does
+# nothing, so the code records the graph it meant to avoid.
+# ``volatile=False``, the old default, is left alone.
+# ``TP127`` flags a function that calls ``model.eval()`` and then, in a loop, calls ``model(...)``
+# and keeps what it returns (appends it, adds it to a total, builds a list of it) with gradients
+# enabled: no :class:`torch.no_grad` or :class:`torch.inference_mode` block around the call or
+# around a call of the function in the same module, no such decorator, and no ``backward()`` in
+# the function.
+# A loop that keeps only ``loss.item()``, ``.detach()`` or ``.argmax()`` keeps no graph, and is
+# left alone.
+# Both rules stay opt-in until real code gives them findings on which to measure their false
+# alarms.
+from torch_pitfalls.lint import check_source
+
+wrong_code = """
+import torch
+from torch.autograd import Variable
+
+
+def evaluate(model, batches):
+    model.eval()
+    outputs = []
+    for x in batches:
+        outputs.append(model(Variable(x, volatile=True)))
+    return outputs
+"""
+fixed_code = """
+import torch
+
+
+def evaluate(model, batches):
+    model.eval()
+    outputs = []
+    with torch.no_grad():
+        for x in batches:
+            outputs.append(model(x))
+    return outputs
+"""
+static = {
+    name: check_source(code, path=f"{name}.py", select=["TP126", "TP127"], language="en")
+    for name, code in (("wrong", wrong_code), ("fixed", fixed_code))
+}
+for finding in static["wrong"]:
+    print(finding)
+print("findings in the fix:", static["fixed"])
+assert sorted(f.rule for f in static["wrong"]) == ["TP126", "TP127"] and static["fixed"] == []
 
 # %%
 # Takeaway
