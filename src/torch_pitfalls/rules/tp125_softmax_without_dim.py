@@ -63,12 +63,12 @@ RULE = _rule(
     "softmax-dim",
     "softmax without dim",
     "softmax 未传 dim",
-    "softmax, log_softmax, softmin (or nn.Softmax, nn.LogSoftmax, nn.Softmin) without dim picks "
-    "the dimension from the input's number of dimensions (0 for 0-, 1- and 3-D "
-    "inputs, else 1), the batch for a 3-D input: pass dim=, usually dim=-1 (the classes)",
-    "softmax、log_softmax、softmin（或 nn.Softmax、nn.LogSoftmax、nn.Softmin）未传 dim 时，"
-    "按输入的维数选择维度（0 维、1 维和 3 维输入选 0，其余选 1），3 维输入就会选到 batch 维："
-    "应传入 dim=，通常是 dim=-1（类别所在的维）",
+    "softmax (or log_softmax, softmin, nn.Softmax…) without dim picks the dimension from the "
+    "input's number of dimensions (0 for 0-, 1- and 3-D inputs, else 1: the batch of a 3-D "
+    "input): pass dim=, usually dim=-1 (the classes)",
+    "未传 dim 的 softmax（或 log_softmax、softmin、nn.Softmax…）按输入的维数选择维度"
+    "（0 维、1 维和 3 维输入选 0，其余选 1：3 维输入会选到 batch 维）：应传入 dim=，"
+    "通常是 dim=-1（类别所在的维）",
 )
 
 _FUNCTIONAL = "torch.nn.functional"
