@@ -21,9 +21,13 @@ The ``zero_grad()`` is reported when it clears what the step uses: it is called 
 object (``optimizer.zero_grad()`` and ``optimizer.step()``, ``self.opt`` and ``self.opt``;
 ``optimizer`` and ``scaler.step(optimizer)``); or on a model, such as ``model.zero_grad()``,
 before the step of an optimizer (a name containing ``opt``) that holds the model's parameters:
-the module assigns that optimizer a call made with ``model.parameters()`` or
-``model.named_parameters()``, or the module clears and steps one object each (one model, one
-optimizer). Not reported: the usual order, ``zero_grad()`` after the step or before the backward
+the module assigns that optimizer (by its last name) a call made with ``model.parameters()`` or
+``model.named_parameters()`` (by the model's last name). A model cleared before the step of an
+optimizer that the module builds otherwise, or that it receives, is not reported: mixed-precision
+code of old copied the model's gradients to master weights, cleared the model and stepped an
+optimizer over the master weights.
+
+Not reported either: the usual order, ``zero_grad()`` after the step or before the backward
 (also at the end or start of a loop body); gradient accumulation, with ``step()`` and
 ``zero_grad()`` under an ``if``; a GAN, where each network's ``zero_grad()`` comes before its own
 backward, and where clearing one network (or optimizer) between another's backward and step does
@@ -297,7 +301,7 @@ def _clears(cleared: ast.expr, optimizer: ast.expr, context: Context) -> bool:
         model = "self"
     if not model or "opt" in model or "opt" not in stepped:
         return False
-    return _built_from(cleared, optimizer, context) or _one_of_each(context)
+    return _built_from(cleared, optimizer, context)
 
 
 def _built_from(model: ast.expr, optimizer: ast.expr, context: Context) -> bool:
@@ -321,22 +325,3 @@ def _built_from(model: ast.expr, optimizer: ast.expr, context: Context) -> bool:
 
 def _model_name(node: ast.expr) -> str:
     return "self" if isinstance(node, ast.Name) and node.id == "self" else identifier(node)
-
-
-def _one_of_each(context: Context) -> bool:
-    """Whether the module clears one object and steps one optimizer, by their last names (one
-    model and its optimizer; not a GAN, which has two of each)."""
-    key = ("cleared and stepped",)
-    if key not in context.cache:
-        cleared: set[str] = set()
-        stepped: set[str] = set()
-        for call in ast.walk(context.tree):
-            if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute):
-                if call.func.attr == "zero_grad":
-                    cleared.add(_model_name(call.func.value))
-                elif call.func.attr == "step":
-                    optimizer = _stepped(call)
-                    if optimizer is not None and "opt" in identifier(optimizer).lower():
-                        stepped.add(identifier(optimizer))
-        context.cache[key] = len(cleared) == 1 and len(stepped) == 1
-    return context.cache[key]
