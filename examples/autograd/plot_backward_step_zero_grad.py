@@ -19,6 +19,7 @@ gradient is now ``None`` rather than a tensor of zeros.
    * why a network whose parameters all share one constant gets almost no gradient in its
      convolutions today, and where the clearly non-zero ones of a classic write-up came from;
    * what changed in PyTorch 2.0 about ``zero_grad()``, and when ``set_to_none`` matters;
+   * what a ``zero_grad()`` placed between ``backward()`` and ``step()`` does to the step;
    * when :meth:`model.zero_grad() <torch.nn.Module.zero_grad>` and
      :meth:`optimizer.zero_grad() <torch.optim.Optimizer.zero_grad>` differ.
 
@@ -408,6 +409,47 @@ assert moves == {
 # There, ``None`` means "skip this parameter" and zeros mean "step anyway": with momentum,
 # weight decay or Adam's running averages, the parameter still moves.
 #
+# Clearing between the backward and the step
+# -------------------------------------------
+#
+# The order of the three calls matters too.
+# **A** ``zero_grad()`` **placed between** ``backward()`` **and** ``step()`` **throws away the
+# gradients the step was to use**: the step finds ``None`` on every parameter, skips them all, and
+# the weights do not move.
+# Nothing fails.
+# Here is that order on a fresh network, with a copy of the weights taken before the step and the
+# gradients read when the step runs:
+
+seed_everything(0)
+net = TwoConvNet().to(device)
+optimizer = torch.optim.SGD(net.parameters(), lr=0.01)
+weights_at_start = {name: p.detach().clone() for name, p in net.named_parameters()}
+F.cross_entropy(net(images), targets).backward()
+optimizer.zero_grad()  # after the backward, before the step: the wrong place
+grads_at_step = {name: p.grad for name, p in net.named_parameters()}
+optimizer.step()
+unchanged = {name: torch.equal(p, weights_at_start[name]) for name, p in net.named_parameters()}
+print("grad when step() runs:", grads_at_step)
+print("parameter unchanged by the step:", unchanged)
+assert all(g is None for g in grads_at_step.values())
+assert all(unchanged.values())
+
+# %%
+# In a training loop every step does the same: the weights stay where they were initialised, and
+# the loss on the batch does not fall.
+
+wrong_order_losses = []
+for _ in range(3):
+    loss = F.cross_entropy(net(images), targets)
+    loss.backward()
+    optimizer.zero_grad()
+    optimizer.step()
+    wrong_order_losses.append(loss.item())
+print("loss at each step, zero_grad() before step():", [round(v, 4) for v in wrong_order_losses])
+assert all(torch.equal(p, weights_at_start[name]) for name, p in net.named_parameters())
+assert max(wrong_order_losses) - min(wrong_order_losses) < 1e-6
+
+# %%
 # The fix
 # -------
 #
@@ -483,10 +525,11 @@ assert left[("fc only", "optimizer")] == ["conv1.weight", "conv2.weight"]
 # Detectors
 # ---------
 #
-# Two rules detect this pitfall in your own code (see :doc:`/detectors`): the runtime guard
-# ``TP005`` (a backward that adds to gradients left from before the last optimizer step) and
-# ``TP103`` of the static checker (a loop that calls ``backward()`` and ``step()`` but never
-# clears the gradients).
+# Three rules detect this pitfall in your own code (see :doc:`/detectors`): the runtime guard
+# ``TP005`` (a backward that adds to gradients left from before the last optimizer step), and two
+# rules of the static checker, ``TP103`` (a loop that calls ``backward()`` and ``step()`` but
+# never clears the gradients) and ``TP124`` (a ``zero_grad()`` between a ``backward()`` and the
+# ``step()`` that should use its gradients).
 # Under :mod:`torch_pitfalls.guards`, the loop without ``zero_grad()`` warns, once per line, and
 # the fixed loop is silent.
 # So is gradient accumulation on purpose (:ref:`gradient-accumulation`): several backward passes
@@ -514,11 +557,51 @@ print("found in the wrong code:", wrong.ids, "  in the fix:", fixed.ids)
 assert wrong.ids == ["TP005"] and fixed.ids == []
 
 # %%
+# ``TP124`` is opt-in (``--enable TP124``): it found nothing in the public code it was tried on,
+# so its rate of false alarms is not measured yet.
+# It reports a ``zero_grad()`` called on the optimizer that the step steps, or on a model whose
+# parameters that optimizer holds, in one block of straight-line code.
+# Gradient accumulation, which steps and clears every few batches under an ``if``, is left alone,
+# and so is a GAN, where each network is cleared before its own backward.
+# Run on the wrong order above and on the fix, it flags the first only:
+
+from torch_pitfalls.lint import check_source
+
+wrong_code = """
+import torch.nn.functional as F
+
+for images, targets in loader:
+    loss = F.cross_entropy(net(images), targets)
+    loss.backward()
+    optimizer.zero_grad()
+    optimizer.step()
+"""
+fixed_code = """
+import torch.nn.functional as F
+
+for images, targets in loader:
+    optimizer.zero_grad()
+    loss = F.cross_entropy(net(images), targets)
+    loss.backward()
+    optimizer.step()
+"""
+static = {
+    name: check_source(code, path=f"{name}.py", language="en", enable="TP124")
+    for name, code in (("wrong", wrong_code), ("fixed", fixed_code))
+}
+for finding in static["wrong"]:
+    print(finding)
+print("findings in the fix:", static["fixed"])
+assert [(f.line, f.rule) for f in static["wrong"]] == [(7, "TP124")] and static["fixed"] == []
+
+# %%
 # Takeaway
 # --------
 #
 # **Backward adds to the gradients: call** ``optimizer.zero_grad()`` **once per step, before
 # the backward, or the gradients of past batches pile up.**
+# Never call it between the backward and the step: there it clears the gradients the step was to
+# use, and the weights do not move.
 # Since PyTorch 2.0 a cleared gradient is ``None``, not zeros: check for ``None`` before touching
 # ``.grad``, and remember that a gradient of zeros still lets momentum, weight decay and Adam move
 # the weights.

@@ -155,6 +155,51 @@ print("sum over the classes:", probs_columns.sum(dim=0))
 torch.testing.assert_close(probs_columns.sum(dim=0), torch.ones(batch, device=device))
 
 # %%
+# Detectors
+# ---------
+#
+# The static checker's rule ``TP125`` (see :doc:`/detectors`) finds this pitfall in your own
+# code: :func:`~torch.nn.functional.softmax`, :func:`~torch.nn.functional.log_softmax` and
+# :func:`~torch.nn.functional.softmin` called without ``dim`` (or with ``dim=None``), and
+# :class:`~torch.nn.Softmax`, :class:`~torch.nn.LogSoftmax` and :class:`~torch.nn.Softmin` built
+# without it.
+# :func:`torch.softmax` and ``Tensor.softmax`` are left alone, since they raise without ``dim``.
+# The rule is on by default; it has no automatic fix, because the dimension PyTorch picks
+# depends on the number of dimensions of the input when the code runs, which the checker cannot
+# see: its message suggests ``dim=-1``, where the classes usually are.
+# As the code runs, PyTorch's own deprecation warning is the sign, and under
+# :mod:`torch_pitfalls.guards` that warning carries a link to this page.
+# Run on the page's wrong code and on its fix, the checker flags each call of the first only:
+
+from torch_pitfalls.lint import check_source
+
+wrong_code = """
+import torch.nn.functional as F
+from torch import nn
+
+probs = F.softmax(logits)
+log_probs = F.log_softmax(logits)
+softmax_module = nn.Softmax()
+"""
+fixed_code = """
+import torch.nn.functional as F
+from torch import nn
+
+probs = F.softmax(logits, dim=-1)
+log_probs = F.log_softmax(logits, dim=-1)
+softmax_module = nn.Softmax(dim=-1)
+"""
+static = {
+    name: check_source(code, path=f"{name}.py", language="en")
+    for name, code in (("wrong", wrong_code), ("fixed", fixed_code))
+}
+for finding in static["wrong"]:
+    print(finding)
+print("findings in the fix:", static["fixed"])
+assert [(f.line, f.rule) for f in static["wrong"]] == [(5, "TP125"), (6, "TP125"), (7, "TP125")]
+assert static["fixed"] == []
+
+# %%
 # Takeaway
 # --------
 #
