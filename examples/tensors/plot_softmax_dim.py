@@ -160,8 +160,8 @@ torch.testing.assert_close(probs_columns.sum(dim=0), torch.ones(batch, device=de
 #
 # The static checker's rule ``TP125`` (see :doc:`/detectors`) finds this pitfall in your own
 # code: :func:`~torch.nn.functional.softmax`, :func:`~torch.nn.functional.log_softmax` and
-# :func:`~torch.nn.functional.softmin` called without ``dim`` (or with ``dim=None``), and
-# :class:`~torch.nn.Softmax`, :class:`~torch.nn.LogSoftmax` and :class:`~torch.nn.Softmin` built
+# ``F.softmin`` called without ``dim`` (or with ``dim=None``), and
+# :class:`~torch.nn.Softmax`, :class:`~torch.nn.LogSoftmax` and ``nn.Softmin`` built
 # without it.
 # :func:`torch.softmax` and ``Tensor.softmax`` are left alone, since they raise without ``dim``.
 # The rule is on by default; it has no automatic fix, because the dimension PyTorch picks
