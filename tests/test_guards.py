@@ -1041,3 +1041,67 @@ def test_nested_guards_each_check_and_other_threads_are_not_checked():
         F.cross_entropy(probabilities, target)
     assert found(inner) == ["TP001"]
     assert found(outer) == ["TP001", "TP001"]  # two places
+
+
+# -- a function written in C, shadowed in its module: F.scaled_dot_product_attention (TP022) ------
+
+from torch.nn.attention.bias import causal_lower_right  # noqa: E402
+from torch.nn.functional import scaled_dot_product_attention as sdpa_bound_before  # noqa: E402
+from torch.overrides import TorchFunctionMode  # noqa: E402
+
+SDPA = torch._C._nn.scaled_dot_product_attention  # what F.scaled_dot_product_attention is
+
+
+def attention_outputs():
+    """SDPA's outputs by every path the guards take: direct, nested guards, a CausalBias mask
+    (its __torch_function__ compares the function), nn.MultiheadAttention with the is_causal
+    hint, under a torch function mode; ``lines`` are the lines of the calls TP022 flags."""
+    torch.manual_seed(0)
+    q, k, v = torch.randn(3, 1, 2, 6, 4).unbind(0)
+    attention = nn.MultiheadAttention(4, 2, batch_first=True)
+    x, memory = torch.randn(1, 3, 4), torch.randn(1, 6, 4)
+    hint = {"attn_mask": torch.ones(3, 6, dtype=torch.bool).triu(4), "need_weights": False}
+    first = inspect.currentframe().f_lineno + 1
+    outputs = [F.scaled_dot_product_attention(q[:, :, -1:], k, v, is_causal=True)]
+    outputs.append(F.scaled_dot_product_attention(q[:, :, -3:], k, v, causal_lower_right(3, 6)))
+    outputs.append(attention(x, memory, memory, **hint)[0])
+    outputs.append(attention(x, memory, memory, **hint, is_causal=True)[0])
+    with torch.device("cpu"):  # a torch function mode sees the call
+        outputs.append(F.scaled_dot_product_attention(q[:, :, :2], k, v, is_causal=True))
+    outputs.append(F.scaled_dot_product_attention(q, k, v, is_causal=True))  # L == S
+    return outputs, [first, first + 3, first + 5]
+
+
+def test_sdpa_is_checked_through_its_module_and_computes_the_same_values():
+    plain, lines = attention_outputs()
+    with run() as guard:
+        assert F.scaled_dot_product_attention is not SDPA  # shadowed in torch.nn.functional
+        guarded, _ = attention_outputs()
+    assert [(f.rule_id, f.lineno, f.filename) for f in guard.found] == [
+        ("TP022", line, __file__) for line in lines
+    ]
+    assert len(plain) == len(guarded) == 6
+    assert all(torch.equal(a, b) for a, b in zip(plain, guarded, strict=True))
+    assert not torch.equal(plain[2], plain[3])  # the hint replaced the mask: TP022's point
+    assert F.scaled_dot_product_attention is SDPA  # restored, nothing left behind
+    assert not guards_module.intercept._WRAPPED and not guards_module.intercept._LENT
+
+
+def test_a_subclass_or_mode_sees_sdpa_itself_and_a_reference_bound_before_entry_is_unseen():
+    q, k = torch.randn(1, 1, 2, 4), torch.randn(1, 1, 5, 4)
+
+    class Seen(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            if func is SDPA:
+                same.append(func is F.scaled_dot_product_attention)
+            return func(*args, **(kwargs or {}))
+
+    same: list[bool] = []
+    with run() as outer, run() as inner:
+        with Seen():
+            F.scaled_dot_product_attention(q, k, k, is_causal=True)
+        assert F.scaled_dot_product_attention is not SDPA  # shadowed again after the call
+        sdpa_bound_before(q, k, k, is_causal=True)  # the C function itself: not seen
+    assert same == [True]
+    assert found(inner) == ["TP022"] and found(outer) == []  # the innermost guards check
+    assert F.scaled_dot_product_attention is SDPA

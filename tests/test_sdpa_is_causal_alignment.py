@@ -1,5 +1,5 @@
 """What the "sdpa-is-causal-alignment" page does not check itself: other query and key lengths,
-and the batched, multi-head layout."""
+the batched, multi-head layout, and the mask nn.MultiheadAttention uses given the is_causal hint."""
 
 from __future__ import annotations
 
@@ -37,3 +37,22 @@ def test_masks_and_cached_decoding(device, L, S):
         F.scaled_dot_product_attention(last, k, v, is_causal=True), full[..., -L:, :], atol=1e-5
     )
     assert same == (L == S)
+
+
+def test_multihead_attention_replaces_a_mask_by_the_top_left_one_given_the_causal_hint(device):
+    """The page's claim: with ``is_causal=True``, no key_padding_mask and need_weights=False,
+    nn.MultiheadAttention drops ``attn_mask`` and SDPA builds the top-left mask."""
+    torch.manual_seed(0)
+    attention = torch.nn.MultiheadAttention(8, 2, batch_first=True).to(device)
+    x, memory = torch.randn(2, 3, 8, device=device), torch.randn(2, 6, 8, device=device)
+    allowed = torch.ones(3, 6, dtype=torch.bool, device=device)
+    lower_right, top_left = ~allowed.tril(diagonal=3), ~allowed.tril(diagonal=0)  # True: masked
+    options = {"need_weights": False}
+    hinted, _ = attention(x, memory, memory, attn_mask=lower_right, is_causal=True, **options)
+    as_top_left, _ = attention(x, memory, memory, attn_mask=top_left, **options)
+    as_given, _ = attention(x, memory, memory, attn_mask=lower_right, **options)
+    torch.testing.assert_close(hinted, as_top_left)
+    assert not torch.allclose(hinted, as_given, atol=1e-4)
+    # with the weights asked for, the hint is not used and the mask is kept
+    kept, _ = attention(x, memory, memory, attn_mask=lower_right, is_causal=True)
+    torch.testing.assert_close(kept, as_given)

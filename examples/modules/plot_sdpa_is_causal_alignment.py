@@ -26,7 +26,8 @@ on the whole sequence, and no error or warning is raised.
    decoding with a key/value cache; :ref:`attention-mask-polarity` (what ``True`` means in an
    SDPA boolean mask).
 
-Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`.
+Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`,
+:func:`~torch_pitfalls.expect_warns`, :mod:`torch_pitfalls.guards`.
 """
 
 # %%
@@ -43,7 +44,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention.bias import causal_lower_right
 
-from torch_pitfalls import get_device, seed_everything
+from torch_pitfalls import PitfallWarning, expect_warns, get_device, guards, seed_everything
 
 seed_everything(0)
 device = get_device()
@@ -177,6 +178,58 @@ torch.testing.assert_close(chunk_explicit, reference[:, :, -L:], atol=1e-5, rtol
 # Issue 103082 was later closed with a pointer to the masks of ``torch.nn.attention.bias``,
 # which let the caller choose the alignment: the default stays top-left.
 #
+# Detectors
+# ---------
+#
+# The runtime guard ``TP022`` detects this pitfall in your own code (see :doc:`/detectors`): a
+# call of :func:`~torch.nn.functional.scaled_dot_product_attention` with ``is_causal=True`` whose
+# query length ``L`` (``query.size(-2)``) differs from the key length ``S`` (``key.size(-2)``).
+# It reads the shapes only, never the values.
+# Under :mod:`torch_pitfalls.guards`, the cached decoding loop of the symptom warns, once for its
+# line, while the call over the whole sequence (``L == S``) and both fixes are silent.
+# The guards see the calls made through the module ``torch.nn.functional``, as on this page
+# (``F.scaled_dot_product_attention(...)``); a name imported from it before the guards are
+# entered (``from torch.nn.functional import scaled_dot_product_attention``) calls PyTorch's C
+# function directly and is not seen.
+
+with guards(language="en") as wrong:
+    with expect_warns(PitfallWarning, "^TP022 "):
+        for t in range(T):
+            q_t, k_cache, v_cache = q[:, :, t : t + 1], k[:, :, : t + 1], v[:, :, : t + 1]
+            F.scaled_dot_product_attention(q_t, k_cache, v_cache, is_causal=True)
+with guards(language="en") as fixed:
+    guarded = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # L == S
+    for t in range(T):
+        q_t, k_cache, v_cache = q[:, :, t : t + 1], k[:, :, : t + 1], v[:, :, : t + 1]
+        F.scaled_dot_product_attention(q_t, k_cache, v_cache)
+    F.scaled_dot_product_attention(q[:, :, -L:], k, v, attn_mask=causal_lower_right(L, S))
+print("found in the wrong code:", wrong.ids, "  in the fix:", fixed.ids)
+assert wrong.ids == ["TP022"] and len(wrong.found) == 1 and fixed.ids == []
+assert torch.equal(guarded, reference)  # the guards change no value
+
+# %%
+# ``TP022`` also sees the calls :class:`~torch.nn.MultiheadAttention` makes.
+# Given ``is_causal=True`` (documented as a hint that ``attn_mask`` is the causal mask) with no
+# ``key_padding_mask`` and ``need_weights=False``, it drops ``attn_mask`` and passes
+# ``is_causal=True`` to SDPA instead: a lower-right mask for 3 new queries and 6 keys is then
+# replaced by the top-left one, and the output changes.
+# In :class:`~torch.nn.MultiheadAttention` a ``True`` in a boolean mask means *masked out*, so
+# the lower-right mask is the complement of the allowed positions.
+
+seed_everything(0)
+attention = torch.nn.MultiheadAttention(D, 1, batch_first=True).to(device)
+new_tokens, cached = torch.randn(1, 3, D, device=device), torch.randn(1, 6, D, device=device)
+masked_out = torch.ones(3, 6, dtype=torch.bool, device=device).tril(diagonal=3).logical_not()
+options = {"attn_mask": masked_out, "need_weights": False}
+with guards(language="en") as found:
+    with expect_warns(PitfallWarning, "^TP022 "):
+        hinted, _ = attention(new_tokens, cached, cached, **options, is_causal=True)
+as_given, _ = attention(new_tokens, cached, cached, **options)
+same = torch.allclose(hinted, as_given, atol=1e-5)
+print("is_causal=True hint:", found.ids, "  output the same as with the mask alone:", same)
+assert found.ids == ["TP022"] and not same
+
+# %%
 # Takeaway
 # --------
 #

@@ -12,6 +12,16 @@ few checked functions are taken instead, while some guards are entered:
 * a method of tensors written in C (Tensor.numpy) is shadowed by a wrapper set on
   ``torch.Tensor``: every tensor finds it, but a reference to the C method taken before entry
   (``torch._C.TensorBase.numpy``) is not seen;
+* a function written in C and named by a module's attribute
+  (F.scaled_dot_product_attention, which is ``torch._C._nn.scaled_dot_product_attention``) is
+  shadowed by a wrapper set on that module, where :func:`resolve` found it: a call through the
+  module, or through the module's globals (F.multi_head_attention_forward calls it so), is seen,
+  but a reference taken before entry (``from torch.nn.functional import
+  scaled_dot_product_attention`` at the top of a module) calls the C function itself, unseen.
+  A call that a tensor subclass or a torch function mode sees (CausalBias, nested tensors, a
+  ``with torch.device(...)`` block) runs with the C function back in its module, since they
+  compare it (``func is torch.nn.functional.scaled_dot_product_attention``): the calls made
+  meanwhile, in this thread or another, go to the C function unchecked;
 * the wrapper takes the innermost guards of this thread that are not already handling a call,
   and runs their _Mode.handle; a torch function called from there (the call itself, a check)
   goes to the guards further out, then to the original: as with nested torch function modes.
@@ -40,7 +50,9 @@ from torch_pitfalls.guards.pytorch_warnings import (
 )
 
 _WRAPPED: dict[object, tuple] = {}  # function -> (how to undo, wrapper, number of users)
-_WRAPPERS: dict[object, object] = {}  # the wrapper set on torch.Tensor -> the tensor method
+_WRAPPERS: dict[object, object] = {}  # a wrapper set on torch.Tensor or a module -> the function
+_HOMES: dict[object, tuple] = {}  # a function written in C -> (its module, attribute)
+_LENT: dict[object, int] = {}  # such a function -> its calls running with it back in its module
 
 
 def _trampoline(*args, _torch_pitfalls_call=None, **kwargs):  # the code put in a checked function
@@ -60,6 +72,35 @@ def _wrapper(func, original):
             return state.modes[active - 1].handle(func, args, kwargs)
         finally:
             state.active = active
+
+    return call
+
+
+def _module_wrapper(func, module, name):
+    checked = _wrapper(func, func)
+    overridden = torch.overrides.has_torch_function
+    modes = torch._C._is_torch_function_mode_enabled
+
+    def call(*args, **kwargs):
+        if _is_compiling():  # Dynamo traces this: no checks (and no lock) inside torch.compile
+            return func(*args, **kwargs)
+        if not (modes() or overridden((*args, *kwargs.values()))):
+            return checked(*args, **kwargs)
+        # a subclass or a mode gets the call, and compares the function with its module's: the
+        # function itself is back there while the call runs
+        with _INSTALL_LOCK:
+            if not _LENT.get(func) and func in _WRAPPED:
+                setattr(module, name, func)
+            _LENT[func] = _LENT.get(func, 0) + 1
+        try:
+            return checked(*args, **kwargs)
+        finally:
+            with _INSTALL_LOCK:
+                _LENT[func] -= 1
+                if not _LENT[func]:
+                    del _LENT[func]
+                    if func in _WRAPPED:
+                        setattr(module, name, _WRAPPED[func][1])
 
     return call
 
@@ -95,6 +136,16 @@ def _wrap(func):
         setattr(torch.Tensor, name, call)
         _WRAPPERS[call] = func
         return undo, call
+    if isinstance(func, types.BuiltinFunctionType) and func in _HOMES:
+        module, name = _HOMES[func]
+        if getattr(module, name) is not func:
+            where = f"{module.__name__}.{name}"
+            raise TypeError(f"the guards cannot take the calls of {func!r}: {where}")
+        call = _module_wrapper(func, module, name)
+        undo = ("module", module, name, call)
+        setattr(module, name, call)
+        _WRAPPERS[call] = func
+        return undo, call
     raise TypeError(f"the guards take the calls of Python functions and tensor methods: {func!r}")
 
 
@@ -106,6 +157,10 @@ def _unwrap(func, undo) -> None:
             func.__dict__.pop("__wrapped__", None)
         else:
             func.__wrapped__ = wrapped
+    elif undo[0] == "module":
+        _, module, name, call = undo
+        _WRAPPERS.pop(call, None)
+        setattr(module, name, func)
     else:
         name, previous = func.__name__, undo[1]
         _WRAPPERS.pop(getattr(torch.Tensor, name), None)
@@ -146,12 +201,14 @@ def _release(functions) -> None:
             _unwrap(func, undo)
 
 
-_WRAPPER_CODES.add(_wrapper(None, None).__code__)
+_WRAPPER_CODES.update((_wrapper(None, None).__code__, _module_wrapper(None, None, None).__code__))
 
 
 def resolve(name: str):
     """The object a dotted name names: ``torch.nn.functional.cross_entropy``,
-    ``torch.Tensor.numpy``, ``torch.nn.Module.load_state_dict``."""
+    ``torch.Tensor.numpy``, ``torch.nn.Module.load_state_dict``; a function written in C that is
+    a module's attribute (``torch.nn.functional.scaled_dot_product_attention``) is remembered
+    with that module, where the guards shadow it."""
     module_name, attribute = name, []
     while True:
         try:
@@ -162,8 +219,12 @@ def resolve(name: str):
             if not module_name:
                 raise LookupError(f"no torch function {name!r}") from None
             attribute.insert(0, last)
+    owner = None
     for part in attribute:
-        target = getattr(target, part)
+        owner, target = target, getattr(target, part)
+    function = _WRAPPERS.get(target, target)  # the function itself while other guards shadow it
+    if isinstance(function, types.BuiltinFunctionType) and isinstance(owner, types.ModuleType):
+        _HOMES.setdefault(function, (owner, attribute[-1]))
     return _unwrapped(target)
 
 
