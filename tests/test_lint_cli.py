@@ -14,6 +14,7 @@ import ast
 import difflib
 import json
 import os
+import warnings
 from pathlib import Path
 
 import pytest
@@ -616,3 +617,37 @@ def test_fix_edits_api():
         rules.Edit(1, 5, 1, 4, "")
     with pytest.raises(ValueError, match="inside a character"):
         text.offset(1, 6)
+
+
+MESHGRIDS = """\
+import torch
+
+ys, xs = torch.arange(4), torch.arange(6)
+a = torch.meshgrid(ys, xs)
+b = torch.meshgrid(
+    ys,
+    xs,
+)
+c = torch.meshgrid(*[ys, xs])
+d = torch.meshgrid([ys, xs])  # a list of tensors
+e = torch.meshgrid(ys, xs, indexing="xy")
+"""
+
+
+def test_fix_of_meshgrid_keeps_the_grids(capsys, tmp_path):
+    """TP114's fix writes the default, "ij": the fixed calls return the grids the old ones did."""
+    import torch
+
+    path = write(tmp_path / "grids.py", MESHGRIDS)
+    status, _, err = run(capsys, "--fix", str(path))
+    fixed = path.read_text(encoding="utf-8")
+    assert status == 0 and err == "fixed 4 findings in 1 file, 0 left\n"
+    assert fixed.count('indexing="ij"') == 4 and '    indexing="ij",\n)' in fixed
+    assert not [f for f in lint.check_paths(path) if f.rule == "TP114"]
+    before, after = {}, {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the default's own warning
+        exec(compile(MESHGRIDS, "before", "exec"), before)
+    exec(compile(fixed, "after", "exec"), after)
+    for name in "abcde":
+        assert all(torch.equal(x, y) for x, y in zip(before[name], after[name], strict=True))

@@ -64,6 +64,43 @@ class SourceText:
         return line, len(self.text[start:offset].encode("utf-8"))
 
 
+def keyword_insertion(call: ast.Call, source: SourceText, keyword: str) -> rules.Edit | None:
+    """The edit that adds the argument ``keyword`` (``training=self.training``) to a call that
+    has arguments: ``, keyword`` after the last one (after the closing parentheses around it),
+    `` keyword`` after a trailing comma, or a line of its own when each argument has one; None
+    when the text between the last argument and the call's ``)`` is not only blanks, commas,
+    parentheses and comments (a call the edit cannot place safely)."""
+    last = max((*call.args, *call.keywords), key=lambda n: (n.end_lineno, n.end_col_offset))
+    try:
+        start = source.offset(last.end_lineno, last.end_col_offset)
+        end = source.offset(call.end_lineno, call.end_col_offset) - 1  # the call's ")"
+    except ValueError:
+        return None
+    text = source.text
+    if text[end : end + 1] != ")":
+        return None
+    at, comma, i = start, False, start
+    while i < end:  # only ")", ",", blanks, backslashes and comments lie between
+        char = text[i]
+        if char == "#":
+            while i < end and text[i] not in "\r\n":
+                i += 1
+            continue
+        if char == ")":
+            at, comma = i + 1, False
+        elif char == ",":
+            at, comma = i + 1, True
+        elif not char.isspace() and char != "\\":
+            return None
+        i += 1
+    line, col = source.position(at)
+    if comma and call.end_lineno > line:  # one argument a line, each with a trailing comma
+        first = text[source.offset(last.lineno, 0) :]
+        indent = first[: len(first) - len(first.lstrip(" \t"))]
+        return rules.Edit.insert(line, col, f"\n{indent}{keyword},")
+    return rules.Edit.insert(line, col, f" {keyword}" if comma else f", {keyword}")
+
+
 def apply(text: str, fixes: Iterable[Sequence[rules.Edit]]) -> tuple[str, int]:
     """``text`` with the fixes applied (each fix whole or not at all); and how many were.
 

@@ -57,7 +57,7 @@ from collections.abc import Iterator
 from torch_pitfalls.lint.analyses.expressions import expression_findings
 from torch_pitfalls.lint.analyses.scopes import FUNCTIONS, NESTED, identifier
 from torch_pitfalls.lint.context import Context
-from torch_pitfalls.rules import Edit, Fix, _rule
+from torch_pitfalls.rules import Fix, _rule
 
 RULE = _rule(
     "TP102",
@@ -90,7 +90,7 @@ def fix(context: Context) -> Iterator[Fix]:
     }
     if not found or not context.source:
         return
-    from torch_pitfalls.lint.fixes import SourceText
+    from torch_pitfalls.lint.fixes import SourceText, keyword_insertion
 
     source = SourceText(context.source)
     classes = {n.name: n for n in context.statements if isinstance(n, ast.ClassDef)}
@@ -102,7 +102,7 @@ def fix(context: Context) -> Iterator[Fix]:
                 continue
             for call in _calls(method):
                 if (call.lineno, call.col_offset) in found and (call.args or call.keywords):
-                    edit = _insertion(call, source)
+                    edit = keyword_insertion(call, source, _KEYWORD)
                     if edit is not None:
                         yield Fix(call.lineno, call.col_offset, (edit,))
 
@@ -148,37 +148,3 @@ def _calls(method: ast.AST) -> Iterator[ast.Call]:
         if isinstance(node, ast.Call):
             yield node
         stack.extend(ast.iter_child_nodes(node))
-
-
-def _insertion(call: ast.Call, source) -> Edit | None:
-    """``, training=self.training`` after the last argument (after the closing parentheses
-    around it), or `` training=self.training`` after a trailing comma."""
-    last = max((*call.args, *call.keywords), key=lambda n: (n.end_lineno, n.end_col_offset))
-    try:
-        start = source.offset(last.end_lineno, last.end_col_offset)
-        end = source.offset(call.end_lineno, call.end_col_offset) - 1  # the call's ")"
-    except ValueError:
-        return None
-    text = source.text
-    if text[end : end + 1] != ")":
-        return None
-    at, comma, i = start, False, start
-    while i < end:  # only ")", ",", blanks, backslashes and comments lie between
-        char = text[i]
-        if char == "#":
-            while i < end and text[i] not in "\r\n":
-                i += 1
-            continue
-        if char == ")":
-            at, comma = i + 1, False
-        elif char == ",":
-            at, comma = i + 1, True
-        elif not char.isspace() and char != "\\":
-            return None
-        i += 1
-    line, col = source.position(at)
-    if comma and call.end_lineno > line:  # one argument a line, each with a trailing comma
-        first = text[source.offset(last.lineno, 0) :]
-        indent = first[: len(first) - len(first.lstrip(" \t"))]
-        return Edit.insert(line, col, f"\n{indent}{_KEYWORD},")
-    return Edit.insert(line, col, f" {_KEYWORD}" if comma else f", {_KEYWORD}")

@@ -11,6 +11,11 @@ PyTorch before 1.10 (which has no ``indexing``), that is, a call whose nearest e
 (``torch.meshgrid(y, x, indexing="ij") if new else torch.meshgrid(y, x)``, or the call without
 it in the ``except TypeError`` of a ``try`` that calls it with it).
 
+Fixed by ``--fix`` (a safe fix: ``"ij"`` is the default the call relies on, so the fixed call
+returns the same grids, and PyTorch's warning goes away): ``indexing="ij"`` is added after the
+last argument. A call with no argument, or whose last argument the edit cannot follow to its
+``)``, is left to the message.
+
 .. rubric:: Why is this bad?
 
 Without ``indexing``, ``torch.meshgrid`` uses ``"ij"`` (matrix indexing): the first output
@@ -46,7 +51,7 @@ from collections.abc import Iterator
 
 from torch_pitfalls.lint.analyses.modules import calls_of, has_keyword
 from torch_pitfalls.lint.context import Context, child_statements
-from torch_pitfalls.rules import _rule
+from torch_pitfalls.rules import Fix, _rule
 
 RULE = _rule(
     "TP114",
@@ -104,3 +109,18 @@ def _a_fallback(call, statement, passing: set, parents: dict, context: Context) 
         return False
     nearest = min(branches, key=lambda node: sum(1 for _ in ast.walk(node)))
     return any(id(node) in passing for node in ast.walk(nearest))
+
+
+def fix(context: Context) -> Iterator[Fix]:
+    """``indexing="ij"`` added to each reported call that has arguments (see above)."""
+    if not context.source:
+        return
+    from torch_pitfalls.lint.fixes import SourceText, keyword_insertion
+
+    reported = set(check(context))
+    source = SourceText(context.source)
+    for call, _ in calls_of(context, _MESHGRID, "meshgrid"):
+        if (call.lineno, call.col_offset) in reported and (call.args or call.keywords):
+            edit = keyword_insertion(call, source, 'indexing="ij"')
+            if edit is not None:
+                yield Fix(call.lineno, call.col_offset, (edit,))
