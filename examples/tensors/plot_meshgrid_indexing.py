@@ -182,9 +182,9 @@ assert torch.equal(warped[0, 0], image[0, 0])
 #
 # The static checker's rule ``TP114`` (see :doc:`/detectors`) finds :func:`torch.meshgrid` called
 # without ``indexing=`` in your own code; its message says that ``indexing="ij"`` keeps what the
-# call does today, and ``python -m torch_pitfalls.lint --fix`` writes it. The fallback some projects keep for PyTorch older than 1.10 (a call without
-# the argument in an ``except TypeError`` or under a version test) is left alone. It is on by
-# default.
+# call does today, and ``python -m torch_pitfalls.lint --fix`` writes it. The fallback some projects
+# keep for PyTorch older than 1.10 (a call without the argument in an ``except TypeError`` or under
+# a version test) is left alone. It is on by default.
 #
 # Takeaway
 # --------
