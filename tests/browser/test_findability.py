@@ -16,6 +16,7 @@ lower it); the held-out set (:data:`HELD_OUT`) has floors of its own. :data:`TAR
 
 from __future__ import annotations
 
+import gzip
 import re
 import tomllib
 from collections import defaultdict
@@ -74,8 +75,11 @@ RANK_JS = """
 }
 """
 #: What a phone downloads to search, per language (the index and the scorer with its phrases), at
-#: most: a budget on sizes, which are deterministic (times are printed, not asserted).
-SEARCH_BYTES_BUDGET = 1_500_000
+#: most, compressed as the server sends it (gzip; the site's host compresses JavaScript): a budget
+#: on sizes, which are deterministic (times are printed, not asserted). The files' own size was
+#: budgeted at 1.5 MB until December 2026, when the Chinese files reached 1.49 MB (383 kB
+#: compressed): the Chinese index holds every two-character word of the pages.
+SEARCH_BYTES_BUDGET = 500_000
 
 
 #: A set's heading in the query file, ``# ---…--- set 2`` (set 1 is headed by its languages).
@@ -321,10 +325,11 @@ def test_search_stays_small_enough_for_a_phone(ranks, language):
     """The search page's downloads stay within a budget; the time per query is printed."""
     files = [HTML / language / "searchindex.js", HTML / language / "_static" / "language_data.js"]
     size = sum(path.stat().st_size for path in files)
+    compressed = sum(len(gzip.compress(path.read_bytes(), mtime=0)) for path in files)
     times = sorted(TIMES[language])
     print(
-        f"\n{language}: search downloads {size / 1e3:.0f} kB (index and scorer); per query "
-        f"{sum(times) / len(times):.1f} ms on average, {times[-1]:.1f} ms at most "
-        f"({len(times)} queries, desktop Chromium on this machine)"
+        f"\n{language}: search downloads {compressed / 1e3:.0f} kB compressed ({size / 1e3:.0f} kB "
+        f"of files: index and scorer); per query {sum(times) / len(times):.1f} ms on average, "
+        f"{times[-1]:.1f} ms at most ({len(times)} queries, desktop Chromium on this machine)"
     )
-    assert size <= SEARCH_BYTES_BUDGET, f"{size} bytes > {SEARCH_BYTES_BUDGET}"
+    assert compressed <= SEARCH_BYTES_BUDGET, f"{compressed} bytes > {SEARCH_BYTES_BUDGET}"
