@@ -89,7 +89,10 @@ assert zero_dim.tolist() == 7
 # Old tutorials read a loss with ``loss.data[0]``, from the time when a loss was a tensor of one
 # element. Since PyTorch 0.4 a reduced loss has zero dimensions (the `0.4.0 migration guide
 # <https://pytorch.org/blog/pytorch-0_4_0-migration-guide/>`_, "Accumulating losses"), so it has
-# no index 0, and the error names the fix, ``loss.item()``:
+# no index 0, and the error names the fix, ``loss.item()``.
+# Code of that time still meets it: in `DeblurGAN issue 127
+# <https://github.com/KupynOrest/DeblurGAN/issues/127>`_ the unchanged training script stopped
+# with this error in the method that gathers the losses for the log.
 
 mean_loss_tensor = per_sample.mean()
 print("shape of a reduced loss:", tuple(mean_loss_tensor.shape))
