@@ -525,11 +525,12 @@ assert left[("fc only", "optimizer")] == ["conv1.weight", "conv2.weight"]
 # Detectors
 # ---------
 #
-# Three rules detect this pitfall in your own code (see :doc:`/detectors`): the runtime guard
-# ``TP005`` (a backward that adds to gradients left from before the last optimizer step), and two
-# rules of the static checker, ``TP103`` (a loop that calls ``backward()`` and ``step()`` but
-# never clears the gradients) and ``TP124`` (a ``zero_grad()`` between a ``backward()`` and the
-# ``step()`` that should use its gradients).
+# Four rules detect this pitfall in your own code (see :doc:`/detectors`): the runtime guard
+# ``TP005`` (a backward that adds to gradients left from before the last optimizer step), and
+# three rules of the static checker, ``TP103`` (a loop that calls ``backward()`` and ``step()``
+# but never clears the gradients), ``TP124`` (a ``zero_grad()`` between a ``backward()`` and the
+# ``step()`` that should use its gradients) and ``TP129`` (a loop that clears other optimizers'
+# gradients but not those of an optimizer it steps).
 # Under :mod:`torch_pitfalls.guards`, the loop without ``zero_grad()`` warns, once per line, and
 # the fixed loop is silent.
 # So is gradient accumulation on purpose (:ref:`gradient-accumulation`): several backward passes
@@ -593,6 +594,28 @@ for finding in static["wrong"]:
     print(finding)
 print("findings in the fix:", static["fixed"])
 assert [(f.line, f.rule) for f in static["wrong"]] == [(7, "TP124")] and static["fixed"] == []
+
+# %%
+# ``TP129``, opt-in too (``--enable TP129``) and for the same reason, finds the slip of the
+# section above in a loop with two optimizers: it steps one whose ``zero_grad()`` it never calls
+# while it clears another's, so the first one's gradients keep accumulating.
+# A loop that also calls ``model.zero_grad()``, clears gradients by hand, or calls a function of
+# the same file that may clear them is left alone:
+
+two_optimizers = """
+import torch
+import torch.nn.functional as F
+
+for images, targets in loader:
+    optimizer_features.zero_grad()
+    F.cross_entropy(net(images), targets).backward()
+    optimizer_features.step()
+    optimizer_classifier.step()
+"""
+found = check_source(two_optimizers, path="two.py", language="en", enable="TP129")
+for finding in found:
+    print(finding)
+assert [(f.line, f.rule) for f in found] == [(9, "TP129")]
 
 # %%
 # Takeaway
