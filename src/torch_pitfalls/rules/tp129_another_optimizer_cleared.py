@@ -7,18 +7,18 @@ included, functions defined in it excluded) calls ``.backward()``, steps an opti
 clears gradients only through ``<optimizer>.zero_grad()`` of other optimizers: the stepped
 optimizer's own gradients are never cleared, so they add up from step to step. A step is
 ``opt.step()`` with no argument, or ``scaler.step(opt)``; an optimizer is a receiver named like
-one (its last name contains ``optim``, is ``opt``, or starts or ends with ``opt_`` / ``_opt``),
-the same names the other rules read. Reported at the step, once.
+one (its last name contains ``optim``, is ``opt``, or starts or ends with ``opt_`` / ``_opt``).
+Reported at the step, once.
 
-Not reported: a loop that clears in any other way (``model.zero_grad()``, an assignment or
-``del`` of a ``.grad``, ``.grad.zero_()``, ``torch._foreach_zero_``), or that calls a function
-of the same module (bare ``helper()`` or ``self.helper()``: it may clear), or that assigns the
-stepped optimizer anew; an optimizer that runs the backward itself (``optim.backward(loss)``,
-as ColossalAI's and DeepSpeed's do: it manages its gradients); ``opt.step(closure)`` (LBFGS: the
-closure clears); a step whose receiver
-is not named like an optimizer (``scheduler.step()``, ``ema.step()``, ``env.step(a)``). A loop
-that never clears anything is ``TP103``'s. Opt-in: on the public codebases the rules are
-measured on (``nox -s survey``) it finds too little to measure its false-alarm rate.
+Not reported: a loop that clears in any other way (``model.zero_grad()``, an assignment or ``del``
+of a ``.grad``, ``.grad.zero_()``, ``torch._foreach_zero_``), or that calls a function of the same
+module (bare ``helper()`` or ``self.helper()``: it may clear), or that assigns the stepped
+optimizer anew; an optimizer that runs the backward itself (``optim.backward(loss)``, as
+ColossalAI's optimizers do: it manages its gradients); ``opt.step(closure)`` (LBFGS: the closure
+clears); a step whose receiver is not named like an optimizer (``scheduler.step()``,
+``ema.step()``, ``env.step(a)``). A loop that never clears anything is ``TP103``'s. Opt-in: on the
+public codebases the rules are measured on (``nox -s survey``) it finds too little to measure its
+false-alarm rate.
 
 .. rubric:: Why is this bad?
 
