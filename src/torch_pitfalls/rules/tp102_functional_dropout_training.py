@@ -55,7 +55,7 @@ import ast
 from collections.abc import Iterator
 
 from torch_pitfalls.lint.analyses.expressions import expression_findings
-from torch_pitfalls.lint.analyses.scopes import FUNCTIONS, NESTED, identifier
+from torch_pitfalls.lint.analyses.scopes import FUNCTIONS, identifier, own_nodes
 from torch_pitfalls.lint.context import Context
 from torch_pitfalls.rules import Fix, _rule
 
@@ -100,7 +100,7 @@ def fix(context: Context) -> Iterator[Fix]:
         for method in cls.body:
             if not isinstance(method, FUNCTIONS) or not _takes_self(method):
                 continue
-            for call in _calls(method):
+            for call in (n for n in own_nodes(method.body) if isinstance(n, ast.Call)):
                 if (call.lineno, call.col_offset) in found and (call.args or call.keywords):
                     edit = keyword_insertion(call, source, _KEYWORD)
                     if edit is not None:
@@ -136,15 +136,3 @@ def _takes_self(method: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         isinstance(node, ast.Name) and node.id == "self" and not isinstance(node.ctx, ast.Load)
         for node in ast.walk(method)
     )
-
-
-def _calls(method: ast.AST) -> Iterator[ast.Call]:
-    """The calls in a method's body, not in functions, lambdas or classes nested in it."""
-    stack = list(method.body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, NESTED):
-            continue
-        if isinstance(node, ast.Call):
-            yield node
-        stack.extend(ast.iter_child_nodes(node))

@@ -69,7 +69,7 @@ import ast
 import re
 from collections.abc import Iterator
 
-from torch_pitfalls.lint.analyses.scopes import FUNCTIONS, NESTED, scopes
+from torch_pitfalls.lint.analyses.scopes import FUNCTIONS, own_nodes, scopes
 from torch_pitfalls.lint.context import Context
 from torch_pitfalls.rules import _rule
 
@@ -182,7 +182,7 @@ class _Scope:
         allowed: set[int] = set()  # the nodes under ``with safe_globals(...)``, ``pytest.raises``
         self.allows = 1 << 30  # the first line of a call of ``add_safe_globals``
         imports = context.imports
-        for node in _in_order(scope):
+        for node in own_nodes(scope.body):
             if isinstance(node, ast.With) and any(
                 _allowing(imports, item.context_expr) for item in node.items
             ):
@@ -313,16 +313,6 @@ def _unwrapped(node: ast.expr) -> ast.expr:
             node = node.value
             continue
         return node
-
-
-def _in_order(scope: ast.AST) -> Iterator[ast.AST]:
-    """The nodes of ``scope``'s body in source order, not entering nested functions or classes."""
-    stack = list(reversed(scope.body))
-    while stack:
-        node = stack.pop()
-        yield node
-        if not isinstance(node, NESTED):
-            stack.extend(reversed(list(ast.iter_child_nodes(node))))
 
 
 def _save_wrappers(context: Context) -> frozenset[str]:

@@ -72,7 +72,7 @@ import ast
 import bisect
 from collections.abc import Iterator
 
-from torch_pitfalls.lint.analyses.scopes import FUNCTIONS, NESTED, identifier
+from torch_pitfalls.lint.analyses.scopes import FUNCTIONS, NESTED, identifier, own_nodes
 from torch_pitfalls.lint.context import Context
 from torch_pitfalls.rules import _rule
 
@@ -198,14 +198,7 @@ def _backward_functions(context: Context) -> frozenset[str]:
 
 def _calls(nodes) -> Iterator[ast.Call]:
     """The calls in ``nodes`` and below, not in nested functions, lambdas or classes."""
-    stack = list(nodes)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, NESTED):
-            continue
-        if isinstance(node, ast.Call):
-            yield node
-        stack.extend(ast.iter_child_nodes(node))
+    return (node for node in own_nodes(nodes) if isinstance(node, ast.Call))
 
 
 def _called_name(call: ast.Call) -> str:

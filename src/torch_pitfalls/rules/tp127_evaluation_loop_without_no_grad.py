@@ -81,7 +81,7 @@ import ast
 import re
 from collections.abc import Iterator
 
-from torch_pitfalls.lint.analyses.scopes import FUNCTIONS, LOOPS, NESTED, identifier
+from torch_pitfalls.lint.analyses.scopes import FUNCTIONS, LOOPS, NESTED, identifier, own_nodes
 from torch_pitfalls.lint.context import Context
 from torch_pitfalls.rules import _rule
 
@@ -140,7 +140,7 @@ def check(context: Context) -> Iterator[tuple[int, int]]:
         scopes[id(scope)] = scope
     candidates: list[tuple[ast.AST, list, list[ast.Call]]] = []
     for scope in scopes.values():
-        nodes = list(_own_nodes(scope))
+        nodes = list(own_nodes(scope.body))
         calls = _candidate_calls(nodes, context)
         if calls:
             candidates.append((scope, nodes, calls))
@@ -148,7 +148,7 @@ def check(context: Context) -> Iterator[tuple[int, int]]:
         return
     # what turns gradients off, only for the few scopes left
     if (not context.source or "set_grad_enabled" in context.source) and _grad_switched_off(
-        _own_nodes(context.tree), context
+        own_nodes(context.tree.body), context
     ):
         return
     off_ranges = _grad_off_ranges(context)
@@ -208,16 +208,6 @@ def _candidate_calls(nodes: list, context: Context) -> list[ast.Call]:
             if before and max(before)[1] == "eval":
                 found.append(call)
     return found
-
-
-def _own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
-    """The nodes of a scope's body, not entering functions or classes defined in it."""
-    stack = list(reversed(scope.body))
-    while stack:
-        node = stack.pop()
-        yield node
-        if not isinstance(node, NESTED):
-            stack.extend(reversed(list(ast.iter_child_nodes(node))))
 
 
 def _key(node: ast.expr) -> str | None:

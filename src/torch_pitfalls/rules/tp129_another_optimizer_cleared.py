@@ -65,7 +65,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from torch_pitfalls.lint.analyses.scopes import FUNCTIONS, LOOPS, NESTED
+from torch_pitfalls.lint.analyses.scopes import FUNCTIONS, LOOPS, own_nodes
 from torch_pitfalls.lint.context import Context
 from torch_pitfalls.rules import _rule
 
@@ -108,11 +108,7 @@ def _unclared_steps(loop: ast.AST, functions: set[str]) -> list[ast.Call]:
     assigned: set[str] = set()
     managing: set[str] = set()
     backward = False
-    stack = [*loop.body, *getattr(loop, "orelse", ())]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, NESTED):
-            continue  # runs elsewhere
+    for node in own_nodes([*loop.body, *getattr(loop, "orelse", ())]):  # not nested functions
         if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign | ast.Delete):
             targets = node.targets if isinstance(node, ast.Assign | ast.Delete) else [node.target]
             for target in targets:
@@ -146,7 +142,6 @@ def _unclared_steps(loop: ast.AST, functions: set[str]) -> list[ast.Call]:
                         stepped = _dotted(node.args[0])
                         if _optimizer_like(stepped):
                             steps.append((stepped, node))
-        stack.extend(ast.iter_child_nodes(node))
     if not backward or not cleared:
         return []
     return [

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from torch_pitfalls.lint.context import statements
 
@@ -21,6 +21,17 @@ def scopes(tree: ast.Module, every=None) -> Iterator[ast.AST]:
     for node in statements(tree) if every is None else every:
         if isinstance(node, FUNCTIONS):
             yield node
+
+
+def own_nodes(nodes: Iterable[ast.AST]) -> Iterator[ast.AST]:
+    """Every node of ``nodes`` and below, in source order, not entering the functions, lambdas
+    and classes defined there (each is yielded itself, not its body): what runs in one scope."""
+    stack = list(reversed(list(nodes)))
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, NESTED):
+            stack.extend(reversed(list(ast.iter_child_nodes(node))))
 
 
 def last_name(node: ast.expr) -> str | None:
