@@ -32,7 +32,11 @@ def test_page_wrong_code_triggers_exactly_its_rules_and_the_fix_none(slug, devic
 
 #: Pages whose wrong code is a script held in a string (run as a file), not the page's own code:
 #: the page runs the checker on that string itself, and asserts its rules' findings there.
-WRONG_CODE_IN_A_STRING = {"spawn-main-guard": {"TP121"}, "backward-step-zero-grad": {"TP129"}}
+WRONG_CODE_IN_A_STRING = {
+    "spawn-main-guard": {"TP121"},
+    "backward-step-zero-grad": {"TP129"},
+    "transformer-batch-first": {"TP130"},
+}
 
 
 @pytest.mark.parametrize("slug", all_slugs())

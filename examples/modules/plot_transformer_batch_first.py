@@ -233,7 +233,50 @@ print("default layers on x.transpose(0, 1), transposed back == batch_first=True 
 # In PyTorch's own tracker, a user asked for ``batch_first=True`` as the default because of the
 # construction warning above (`PyTorch issue 137173
 # <https://github.com/pytorch/pytorch/issues/137173>`_).
+
+# %%
+# Detectors
+# ---------
 #
+# Nothing in a tensor says which of its dimensions is the batch, so no detector can tell a
+# batch-first input from a sequence-first one in general.
+# The code shows it in one place: where the output of a layer built without
+# ``batch_first=True`` is pooled as if it were batch-first, ``out[:, 0]`` or
+# ``out.mean(dim=1)``: for an ``(S, N, E)`` output, these take one sample, or the average over the
+# batch, at every position.
+# The static checker's ``TP130`` (see :doc:`/detectors`) reports that pooling; it is opt-in
+# (``--enable TP130``) until it is measured on enough code.
+# A layer called on one sequence made a batch of one (``x.unsqueeze(1)``), where ``[:, 0]`` drops
+# the batch dimension, is left alone.
+# Run on the kind of model of the exercise above and on its fix:
+
+from torch_pitfalls.lint import check_source
+
+wrong_code = """
+from torch import nn
+
+class Regressor(nn.Module):
+    def __init__(self):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(16, nhead=2)
+        self.encoder = nn.TransformerEncoder(layer, num_layers=2)
+        self.head = nn.Linear(16, 1)
+
+    def forward(self, x):
+        x = self.encoder(x)
+        return self.head(x.mean(dim=1))
+"""
+fixed_code = wrong_code.replace("nhead=2)", "nhead=2, batch_first=True)")
+static = {
+    name: check_source(code, path=f"{name}.py", language="en", enable="TP130")
+    for name, code in (("wrong", wrong_code), ("fixed", fixed_code))
+}
+for finding in static["wrong"]:
+    print(finding)
+print("findings in the fix:", static["fixed"])
+assert [(f.line, f.rule) for f in static["wrong"]] == [(13, "TP130")] and static["fixed"] == []
+
+# %%
 # Takeaway
 # --------
 #
