@@ -244,8 +244,7 @@ print("default layers on x.transpose(0, 1), transposed back == batch_first=True 
 # ``batch_first=True`` is pooled as if it were batch-first, ``out[:, 0]`` or
 # ``out.mean(dim=1)``: for an ``(S, N, E)`` output, these take one sample, or the average over the
 # batch, at every position.
-# The static checker's ``TP130`` (see :doc:`/detectors`) reports that pooling; it is opt-in
-# (``--enable TP130``) until it is measured on enough code.
+# The static checker's ``TP130`` (see :doc:`/detectors`) reports that pooling.
 # A layer called on one sequence made a batch of one (``x.unsqueeze(1)``), where ``[:, 0]`` drops
 # the batch dimension, is left alone.
 # Run on the kind of model of the exercise above and on its fix:
@@ -268,7 +267,7 @@ class Regressor(nn.Module):
 """
 fixed_code = wrong_code.replace("nhead=2)", "nhead=2, batch_first=True)")
 static = {
-    name: check_source(code, path=f"{name}.py", language="en", enable="TP130")
+    name: check_source(code, path=f"{name}.py", language="en")
     for name, code in (("wrong", wrong_code), ("fixed", fixed_code))
 }
 for finding in static["wrong"]:

@@ -1,4 +1,4 @@
-"""``TP130``: a sequence-first Transformer's output pooled as if batch-first (opt-in).
+"""``TP130``: a sequence-first Transformer's output pooled as if batch-first.
 
 .. rubric:: What it does
 
@@ -32,9 +32,6 @@ which is right for ``(S, N, E)``; and a layer called on a batch of one made by
 ``x.unsqueeze(1)``, ``x[:, None]`` or ``x.view(s, 1, e)`` (or a name assigned one of them), where
 ``[:, 0]`` drops the batch dimension, as meant. :class:`~torch.nn.MultiheadAttention`, which
 returns a tuple, is not followed.
-
-Opt-in: the public codebases it was tried on hold few sequence-first layers and none pooled this
-way, so its rate of false alarms is not measured yet.
 
 .. rubric:: Why is this bad?
 
@@ -101,7 +98,6 @@ RULE = _rule(
     "这个 Transformer 层构建时没有传 batch_first=True，输出是 (S, N, E)：[:, i] 和 dim=1 上的归约"
     "取的是批次中的样本，而不是序列中的位置；批次优先的 (N, S, E) 数据应在构建各层时传入 "
     "batch_first=True，否则应在第 0 维上池化（out[0]、out.mean(dim=0)）",
-    default=False,
 )
 
 _PACKAGES = ("torch.nn", "torch.nn.modules", "torch.nn.modules.transformer")
