@@ -180,7 +180,8 @@ with expect_raises(RuntimeError, "modified by an inplace operation"):
 # Backward has run, grad mode is still on, and the update is an in-place operation on a leaf that
 # requires grad:
 
-x = torch.randn(16, 3).to(device)  # drawn on the CPU: the same values on every device
+data_generator = torch.Generator().manual_seed(2)  # its own CPU generator: the same x everywhere
+x = torch.randn(16, 3, generator=data_generator).to(device)
 y = x @ torch.tensor([1.0, -2.0, 0.5], device=device)
 lr = 0.1
 

@@ -289,7 +289,9 @@ if torch.__version__ >= "2.6" and hasattr(np, "dtypes"):
 # **Store Python numbers and tensors, not NumPy objects:** ``best_acc.item()`` (or ``float()``)
 # for a metric, and NumPy's generator state with its array as a list; such a checkpoint loads
 # with the default and needs no allowlist.
-# Restoring the three states then continues all three random streams exactly:
+# Restoring the three states then continues all three random streams exactly.
+# ``map_location`` moves every tensor of the checkpoint, but the CPU generator's state must stay a
+# CPU tensor, so the restore moves it back with ``.cpu()``:
 
 
 def plain_rng_states():
@@ -304,7 +306,7 @@ def restore_rng_states(states):
     np.random.set_state(
         (name, np.array(keys, dtype=np.uint32), position, has_gauss, cached_gaussian)
     )
-    torch.set_rng_state(states["torch"])
+    torch.set_rng_state(states["torch"].cpu())  # back from the GPU, where map_location put it
 
 
 def draw():
@@ -322,6 +324,7 @@ print(f"best_acc: {plain['best_acc']!r} ({type(plain['best_acc']).__name__})")
 after = draw()
 print("draws after restoring match the draws after saving:", after == expected)
 assert type(plain["best_acc"]) is float and after == expected
+assert plain["rng"]["torch"].device.type == device.type
 
 # %%
 # The same error appears when NumPy values sit deeper in a checkpoint: in

@@ -5,7 +5,8 @@ Layers in a Python list are invisible to the module
 ===================================================
 
 A model that builds a variable number of layers often keeps them in a Python list.
-The code runs, the forward pass uses every layer, and the loss even goes down a little.
+On the CPU the code runs, the forward pass uses every layer, and the loss even goes down a little
+(on a GPU, the first forward pass fails).
 But a :class:`~torch.nn.Module` only knows the submodules and parameters assigned to it
 directly: layers inside a plain ``list`` or ``dict`` are missing from
 :meth:`~torch.nn.Module.parameters`, so the optimizer never trains them; they are not moved by
@@ -26,7 +27,8 @@ directly: layers inside a plain ``list`` or ``dict`` are missing from
    :ref:`backward-step-zero-grad` (what an optimizer step updates).
 
 Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_everything`,
-:func:`~torch_pitfalls.expect_raises`, :func:`~torch_pitfalls.expect_warns`.
+:func:`~torch_pitfalls.expect_raises`, :func:`~torch_pitfalls.expect_warns`,
+:func:`~torch_pitfalls.cuda_section`.
 """
 
 # %%
@@ -42,6 +44,7 @@ from torch import nn
 
 from torch_pitfalls import (
     PitfallWarning,
+    cuda_section,
     expect_raises,
     expect_warns,
     get_device,
@@ -78,6 +81,27 @@ assert list(model.state_dict()) == ["head.weight", "head.bias"]
 # their six tensors are missing.**
 # The printed model, the state dict (and so every checkpoint) and the optimizer all see only the
 # head.
+#
+# On a GPU, the first symptom is an error: ``model.to(device)`` moved the head but left the hidden
+# layers on the CPU, so the first forward pass raises "Expected all tensors to be on the same
+# device".
+# Moving the listed layers by hand lets the forward pass run, and the rest of the page runs the
+# same on every device.
+# On a build without a GPU, the output below is the recorded CUDA run, or a sentence saying that
+# this part did not run.
+
+with cuda_section(device, "the first forward pass on a GPU") as live:
+    if live:
+        print(
+            "head on", model.head.weight.device, "| hidden layers on", model.blocks[0].weight.device
+        )
+        assert model.blocks[0].weight.device.type == "cpu"
+        with expect_raises(RuntimeError, "Expected all tensors to be on the same device"):
+            model(torch.ones(2, 4, device=device))
+        for block in model.blocks:  # by hand, since model.to(device) does not reach them
+            block.to(device)
+
+# %%
 # We train it for 50 steps on a regression task and compare every weight with its initial value.
 
 x = torch.randn(64, 4, device=device)

@@ -36,6 +36,8 @@ Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.seed_ev
 # ``del`` removes one name, not the memory: a view keeps the whole storage of the tensor it was
 # taken from.
 # We take one row of a 16 MiB matrix, delete the matrix, and look at the storage the row keeps:
+import gc
+
 import torch
 
 from torch_pitfalls import cuda_section, get_device, seed_everything
@@ -83,24 +85,33 @@ MiB = 2**20
 
 with cuda_section(device, "allocated and reserved memory") as live:
     if live:
-        torch.cuda.synchronize()
-        torch.cuda.empty_cache()
-        base_allocated = torch.cuda.memory_allocated(device)
-        base_reserved = torch.cuda.memory_reserved(device)
 
-        def show(moment):
-            allocated = (torch.cuda.memory_allocated(device) - base_allocated) // MiB
-            reserved = (torch.cuda.memory_reserved(device) - base_reserved) // MiB
-            print(f"{moment:<26} allocated +{allocated:>3} MiB, reserved +{reserved:>3} MiB")
+        def clean_start():
+            """Both counters now, from a clean state: the numbers shown are changes from here."""
+            gc.collect()  # free unreachable tensors now, not in the middle of the measurement
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
+            return torch.cuda.memory_allocated(device), torch.cuda.memory_reserved(device)
+
+        def show(moment, start):
+            """Print and return the changes of both counters since ``start``, in bytes."""
+            allocated = torch.cuda.memory_allocated(device) - start[0]
+            reserved = torch.cuda.memory_reserved(device) - start[1]
+            print(
+                f"{moment:<26} allocated +{allocated // MiB:>3} MiB, "
+                f"reserved +{reserved // MiB:>3} MiB"
+            )
             return allocated, reserved
 
+        start = clean_start()
         block = torch.empty(256 * MiB, dtype=torch.uint8, device=device)
-        after_alloc = show("after torch.empty:")
+        after_alloc = show("after torch.empty:", start)
         del block
-        after_del = show("after del:")
+        after_del = show("after del:", start)
         torch.cuda.empty_cache()
-        after_empty = show("after empty_cache():")
-        assert after_alloc == (256, 256) and after_del == (0, 256) and after_empty == (0, 0)
+        after_empty = show("after empty_cache():", start)
+        assert after_alloc == (256 * MiB, 256 * MiB) and after_del == (0, 256 * MiB)
+        assert after_empty == (0, 0)
 
 # %%
 # **del frees the tensor but the allocator keeps its memory; empty_cache() returns the cached
@@ -116,15 +127,16 @@ with cuda_section(device, "allocated and reserved memory") as live:
 
 with cuda_section(device, "empty_cache with a view still alive") as live:
     if live:
+        start = clean_start()
         block = torch.empty(256 * MiB, dtype=torch.uint8, device=device)
         first_bytes = block[:16]
         del block
         torch.cuda.empty_cache()
-        with_view = show("view alive, after empty_cache:")
+        with_view = show("view alive, after empty_cache:", start)
         del first_bytes
         torch.cuda.empty_cache()
-        without_view = show("view deleted, after empty_cache:")
-        assert with_view == (256, 256) and without_view == (0, 0)
+        without_view = show("view deleted, after empty_cache:", start)
+        assert with_view == (256 * MiB, 256 * MiB) and without_view == (0, 0)
 
 # %%
 # The driver's view: the CUDA context

@@ -83,15 +83,15 @@ assert clock_ratio > 2
 # We synchronise before each reading starts, so that the queue is empty, and compare the plain
 # clock with the same clock followed by :func:`torch.cuda.synchronize`, which waits for the queued
 # work.
+# The products must be large enough for the GPU's work to outweigh the launch, on a fast GPU too:
+# we double the side of the matrix, from 1024 up to 8192, until one product takes at least 50
+# times as long by the synchronised clock as by the plain one, and compare it with a product of
+# twice its side.
 # On a build without a GPU, the output below is the recorded CUDA run, labelled with its GPU,
 # versions and date, or a sentence saying that this part did not run.
 
 with cuda_section(device, "a plain clock against a synchronised one", measured=True) as live:
     if live:
-        a, b = (torch.randn(n, n, device=device) for n in (2048, 4096))
-        for m in (a, b):  # warm-up: the first product loads the cuBLAS kernels
-            _ = m @ m
-        torch.cuda.synchronize()
 
         def launch_time(m):
             torch.cuda.synchronize()
@@ -106,12 +106,28 @@ with cuda_section(device, "a plain clock against a synchronised one", measured=T
             torch.cuda.synchronize()
             return time.perf_counter() - start
 
-        launch = [min(launch_time(m) for _ in range(20)) for m in (a, b)]
-        synced = [min(synced_time(m) for _ in range(20)) for m in (a, b)]
+        def square(side):
+            m = torch.randn(side, side, device=device)
+            _ = m @ m  # warm-up: the first product of a shape loads its cuBLAS kernel
+            return m
+
+        for side in (1024, 2048, 4096, 8192):  # until the GPU's work outweighs the launch
+            a = square(side)
+            if min(synced_time(a) for _ in range(5)) > 50 * min(launch_time(a) for _ in range(5)):
+                break
+        b = square(2 * side)
+        launch, synced = [float("inf")] * 2, [float("inf")] * 2
+        for _ in range(20):  # the fastest of 20 tries, the two sizes in turn
+            for i, m in enumerate((a, b)):
+                launch[i] = min(launch[i], launch_time(m))
+                synced[i] = min(synced[i], synced_time(m))
         launch_ratio, synced_ratio = launch[1] / launch[0], synced[1] / synced[0]
-        print(measured(f"4096 / 2048 product, plain clock: {launch_ratio:.1f}×", device))
-        print(measured(f"4096 / 2048 product, synchronised clock: {synced_ratio:.1f}×", device))
-        print(measured(f"4096 product: synchronised / plain: {synced[1] / launch[1]:.0f}×"))
+        sizes = f"{2 * side} / {side} product"
+        print(measured(f"{sizes}, plain clock: {launch_ratio:.1f}×", device))
+        print(measured(f"{sizes}, synchronised clock: {synced_ratio:.1f}×", device))
+        print(measured(f"{side} product: synchronised / plain: {synced[0] / launch[0]:.0f}×"))
+        print(measured(f"{2 * side} product: synchronised / plain: {synced[1] / launch[1]:.0f}×"))
+        assert synced[0] > 10 * launch[0]  # the work outweighs the launch
         assert launch_ratio < 2 < synced_ratio
         assert synced[1] > 2 * launch[1]
 
@@ -145,8 +161,8 @@ with cuda_section(device, "CUDA events", measured=True) as live:
                 tries.append(start_event.elapsed_time(end_event))
             event_ms.append(min(tries))
         event_ratio = event_ms[1] / event_ms[0]
-        print(measured(f"4096 product: {event_ms[1]:.2f} ms by CUDA events", device))
-        print(measured(f"4096 / 2048 product, CUDA events: {event_ratio:.1f}×", device))
+        print(measured(f"{2 * side} product: {event_ms[1]:.2f} ms by CUDA events", device))
+        print(measured(f"{sizes}, CUDA events: {event_ratio:.1f}×", device))
         assert event_ratio > 2
 
 # %%
@@ -208,7 +224,7 @@ assert timer_threads == 1
 # first section's take a GPU about as long to launch as to run, so the work hardly shows in
 # their times).
 
-sides = (2048, 4096) if device.type == "cuda" else (256, 512)
+sides = (side, 2 * side) if device.type == "cuda" else (256, 512)
 m_small, m_large = (torch.randn(n, n, device=device) for n in sides)
 time_small, time_large = compare_times(
     lambda: m_small @ m_small, lambda: m_large @ m_large, expect=lambda t: t[1] / t[0] > 2

@@ -443,8 +443,10 @@ assert last_epoch_lrs == state_dict_lrs == reference.lrs[INTERRUPTED_AFTER:]
 # Moving the model afterwards leaves the optimizer's state behind, and the next step fails.
 # Random number generators differ: a generator takes its state as a CPU tensor only, so load a
 # checkpoint that holds generator states with ``map_location="cpu"``, as ``resume`` above does.
-# The section also restores a ``torch.amp.GradScaler`` whose scale has backed off after an
-# overflow (forced here by an infinite loss).
+# The section also restores a ``torch.amp.GradScaler`` whose scale has backed off after overflows.
+# The scaler skips every step whose float16 gradients overflow, and halves its scale: here the first
+# two steps overflow at its initial scale, so Adam has no state to save before the third; one more
+# overflow is then forced by an infinite loss.
 # On a build without a GPU, the output below is the recorded CUDA run, or a sentence saying that
 # this part did not run.
 
@@ -453,13 +455,22 @@ with cuda_section(device, "a GPU checkpoint with optimizer and scaler, resumed e
         gpu_model = nn.Linear(8, 1).to(device)
         gpu_optimizer = torch.optim.Adam(gpu_model.parameters(), lr=LR)
         scaler = torch.amp.GradScaler("cuda")
-        for factor in (1.0, float("inf")):  # a normal step, then an overflow
+
+        def amp_step(factor=1.0):
             gpu_optimizer.zero_grad()
             with torch.autocast("cuda", dtype=torch.float16):
                 loss = nn.functional.mse_loss(gpu_model(inputs), targets) * factor
             scaler.scale(loss).backward()
-            scaler.step(gpu_optimizer)
+            scaler.step(gpu_optimizer)  # skipped when the scaled gradients overflow
             scaler.update()
+
+        scales = []
+        while not gpu_optimizer.state and len(scales) < 10:  # Adam's state: from its first step
+            scales.append(scaler.get_scale())
+            amp_step()
+        print(f"scale of each step until Adam's first step: {scales}")
+        assert scales == [65536.0, 32768.0, 16384.0] and gpu_optimizer.state
+        amp_step(float("inf"))  # then an overflow, forced
         gpu_checkpoint = {
             "model": gpu_model.state_dict(),
             "optimizer": gpu_optimizer.state_dict(),

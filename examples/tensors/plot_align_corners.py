@@ -87,7 +87,10 @@ for ac in (False, True):
     torch.testing.assert_close(linear_at(signal[0, 0], positions[ac]), up[ac])
 shift = positions[False] - positions[True]
 print("difference in position, False minus True:", [round(v, 3) for v in shift.tolist()])
-assert shift[0] == -0.25 and shift[-1] == 0.25 and shift.abs().max() == 0.25
+# ±0.25 exactly in the maths; on CUDA, x / 7 is computed as x * (1 / 7), so the last True position
+# is 3 up to float32 rounding (3.0000002), and the ends are compared up to that rounding
+torch.testing.assert_close(shift[[0, -1]].cpu(), torch.tensor([-0.25, 0.25]))
+assert shift[1:-1].abs().max() < 0.2
 
 # %%
 # The positions differ most at the ends, by a quarter of an input pixel in opposite directions,
@@ -163,7 +166,7 @@ gy, gx = torch.meshgrid(lin, lin, indexing="ij")
 hand_grid = torch.stack([gx, gy], dim=-1).unsqueeze(0)  # (N, H, W, 2), x first
 with expect_warns(UserWarning, "Default grid_sample and affine_grid behavior has changed"):
     default_read = F.grid_sample(img, hand_grid)
-print("hand-made grid, default align_corners:", default_read[0, 0], sep="\n")
+print("hand-made grid, default align_corners:", default_read[0, 0].cpu(), sep="\n")
 assert not torch.allclose(default_read, img)
 print("corner pixel: 15 in the image, read as", default_read[0, 0, 3, 3].item())
 assert default_read[0, 0, 3, 3] == img[0, 0, 3, 3] / 4
@@ -195,7 +198,7 @@ assert not caught and torch.equal(default_up[0, 0], up[False])
 with warnings.catch_warnings():
     warnings.simplefilter("error")  # no warning is left
     fixed = F.grid_sample(img, hand_grid, align_corners=True)
-print("hand-made grid, align_corners=True:", fixed[0, 0], sep="\n")
+print("hand-made grid, align_corners=True:", fixed[0, 0].cpu(), sep="\n")
 torch.testing.assert_close(fixed, img)
 
 # %%
