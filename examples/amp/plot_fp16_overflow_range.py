@@ -241,11 +241,14 @@ assert not any(math.isfinite(loss_value) for _, _, loss_value in history)
 # Under CUDA autocast
 # -------------------
 #
-# With :class:`torch.autocast` on CUDA in float16, ``pow``, ``rsqrt``, ``exp``, ``softmax`` and
-# the losses run in float32, so the square of 300 above would not overflow there.
-# Matrix products, convolutions and linear layers run in float16 and return float16: a result
-# beyond 65,504 is ``inf``, exactly as above.
-# bfloat16 autocast keeps it.
+# PyTorch's `autocast op reference
+# <https://docs.pytorch.org/docs/stable/amp.html#autocast-op-reference>`_ ("CUDA Ops that can
+# autocast to float32") lists ``pow``, ``rsqrt``, ``exp``, ``softmax`` and the losses: with
+# :class:`torch.autocast` on CUDA in float16 they run in float32, so the square of 300 above would
+# not overflow there.
+# Matrix products, convolutions and linear layers are on its float16 list and return float16: a
+# result beyond 65,504 is ``inf``, exactly as above.
+# The output below shows it for a matrix product, and that bfloat16 autocast keeps the value.
 # On a build without a GPU, the output below is the recorded CUDA run, or a sentence saying that
 # this part did not run.
 

@@ -8,7 +8,9 @@ A running total kept in float16 or bfloat16 stops growing long before it should:
 is large enough, each new increment is smaller than half the gap to the next number the format
 can hold, and rounding throws it away.
 A sum in float16 also overflows to ``inf`` beyond 65,504, and a loss written by hand inside
-:class:`torch.autocast` runs in the low precision, where PyTorch's own losses run in float32.
+:class:`torch.autocast` can run in the low precision, where PyTorch's own losses run in float32:
+on the CPU the hand-written cross-entropy below does, while on CUDA autocast runs its
+``log_softmax`` in float32.
 
 .. admonition:: What you will learn
 
@@ -114,8 +116,8 @@ print(f"sum: {thousands.sum().item()} | mean: {thousands.mean().item()}")
 assert torch.isinf(thousands.sum()) and thousands.mean().item() == 1000.0
 
 # %%
-# Inside autocast: PyTorch's losses run in float32, yours do not
-# --------------------------------------------------------------
+# Inside autocast: PyTorch's losses run in float32, yours may not
+# ---------------------------------------------------------------
 #
 # :class:`torch.autocast` runs each listed operation in the dtype that suits it: matrix products
 # in the low precision, and operations that need range or digits in float32.
@@ -159,12 +161,13 @@ print(f"by hand: {by_hand_loss.item():.5f} (error {by_hand_error:.1g})")
 assert builtin_error < 1e-5 and by_hand_error > 1e-3
 
 # %%
-# **Autocast runs its listed operations in float32; an operation it does not list runs in the
-# dtype of its input, and so does the arithmetic around it.**
+# **Autocast runs the operations of its float32 list in float32; an operation it does not list
+# runs in the dtype of its input, and so does the arithmetic around it.**
 # The cost of the lost digits grows with training: in the gradients of a loss written this way,
 # and in any total accumulated from it.
 #
-# The CUDA float32 list is a different one: it includes ``sum``, ``softmax`` and ``log_softmax``.
+# The CUDA float32 list is a different one: as the output below shows, it includes
+# ``log_softmax`` and ``sum``, which run in float32 on CUDA and in bfloat16 in the CPU code above.
 # The same code therefore gives different dtypes on the two devices.
 # On a build without a GPU, the output below is the recorded CUDA run, or a sentence saying that
 # this part did not run.

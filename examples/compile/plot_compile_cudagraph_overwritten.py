@@ -67,8 +67,12 @@ with cuda_section(device, "the overwritten output") as live:
         del outputs
 
 # %%
-# The error names the line of the model that computed the tensor (its "stack trace"), not the
-# line that kept it.
+# The output above leaves out the middle of the message.
+# In PyTorch's source (``format_dealloc_msg`` in ``torch/_inductor/cudagraph_trees.py``), the
+# first sentence is followed by ``Stack trace:`` and the stack trace that compilation recorded
+# for the model code that computed the tensor (or "[Could not find stack trace]"), not the line
+# that kept it.
+# The Python traceback points at the line that read the tensor, here ``torch.cat``.
 #
 # On the CPU the same loop raises nothing: CUDA graphs exist only for CUDA tensors, and
 # ``torch.compile`` leaves them out.

@@ -109,6 +109,9 @@ with cuda_section(device, "batch times by shape, benchmark mode on and off", mea
 # **With benchmark mode on, the first batch of each shape is slow: a workload whose shapes keep
 # changing pays that price on every batch, and runs slower than with the flag off.**
 # The same shapes a second time are fast, and so is one fixed shape after its first batch.
+# A new shape is not free with the flag off either: in the run recorded on an H200, the first
+# batch of a new shape took several milliseconds, about ten times a batch of a shape already
+# seen, and benchmark mode multiplied that cost by more than twenty.
 # A benchmark of the first iterations, or an inference service that sees a new image size on
 # most requests, sees only the slow calls.
 #
@@ -118,7 +121,9 @@ with cuda_section(device, "batch times by shape, benchmark mode on and off", mea
 # For a convolution, cuDNN offers several algorithms (direct, implicit GEMM, FFT, Winograd, …),
 # and which one is fastest depends on the shapes, the data type and the GPU.
 # With ``torch.backends.cudnn.benchmark`` off, the default, PyTorch lets cuDNN's heuristics pick
-# one.
+# one, builds it for the new shape and caches it, without running any candidate
+# (``run_single_conv`` in PyTorch's ``aten/src/ATen/native/cudnn/Conv_v8.cpp``): work of its own
+# for each new shape, but far less than timing the candidates.
 # With it on, PyTorch runs the candidates on the first call and keeps the fastest in a cache;
 # every later call with the same key reuses it.
 # The flag is a plain Python attribute, and reads the same on every device:
@@ -237,9 +242,11 @@ assert sum(bucketed[0]) + sum(bucketed[1]) == 3 * len(padded_shapes)
 
 # %%
 # Each padded size is timed once, and the later batches only reuse.
+# Fewer shapes help with the flag off too, since each new shape costs a first slow batch either
+# way.
 # Padding is not free: the network computes on the added zeros, which only pays when it removes
-# many benchmarks, and the model must tolerate the border (a detection or segmentation model
-# ignores it through its targets or a mask).
+# many first batches of new shapes, and the model must tolerate the border (a detection or
+# segmentation model ignores it through its targets or a mask).
 #
 # The batch size is part of the shape too: a last, smaller batch of an epoch is one more shape,
 # timed once (``drop_last=True`` on the :class:`~torch.utils.data.DataLoader` avoids it):
@@ -252,7 +259,8 @@ assert by_batch_size == [3, 0, 0, 3]
 # %%
 # With ``torch.compile``, changing shapes have a cost of their own: see :ref:`compile-recompiles`.
 #
-# **When the shapes cannot be made few, leave benchmark mode off.**
+# **When the shapes cannot be made few, leave benchmark mode off**: each new shape then costs a
+# slower first batch, without the much larger cost of timing the candidates.
 # It is also off for reproducibility: benchmark mode can pick another algorithm in another run,
 # with other rounding (see :ref:`cuda-nondeterminism`).
 #

@@ -230,9 +230,13 @@ with cuda_section(device, "the device-side assert in a child process") as live:
         assert "a fresh CUDA computation fails too" in async_run.stdout
 
 # %%
-# On a GPU, the lines the child prints show how far it got before the error surfaced: that can be
-# well past ``index_select``, at whichever later call first asked CUDA for its status.
-# The error names no operation, and the traceback points at that later call.
+# On a GPU, the lines the child prints show how far it got before the error surfaced: past
+# ``index_select``, at a later operation, the first that asked CUDA for its status, possibly
+# well after the failing call (in the run recorded on an H200, already the next computation,
+# ``(rows * 2).sum()``).
+# The Python error names no operation, and its traceback points at that later line.
+# The kernel's assertion message, which the GPU runtime prints outside the Python error, names
+# the kernel (here ``indexSelectSmallIndex``) and its source file in PyTorch, not your Python line.
 # Then even ``torch.ones(2)`` fails: **after a device-side assert, every CUDA call of that process
 # fails, and only a new process can use the GPU again.**
 #
