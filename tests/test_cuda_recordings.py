@@ -1,7 +1,8 @@
 """CUDA sections: recorded transcripts shown on CPU builds, and kept current on GPU builds.
 
-Without CUDA these tests check the rendering of recordings, the staleness comparison and the
-child-process isolation with a CPU stand-in; with CUDA (``nox -s cuda``) they also run every
+Without CUDA these tests check the rendering of recordings, the staleness comparison, the
+child-process isolation and the recording of every example, each in a fresh process, with CPU
+stand-ins; with CUDA (``nox -s cuda``) they also run every
 example live and compare each CUDA section with its recording.
 """
 
@@ -9,6 +10,8 @@ from __future__ import annotations
 
 import json
 import re
+import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -175,3 +178,100 @@ def test_examples_after_a_device_side_assert_still_run_on_cuda():
     after = run_example("gradient-accumulation", "cuda")
     assert after.stdout.startswith("device: cuda")
     assert torch.cuda.is_available() and (torch.ones(2, device="cuda") * 2).sum().item() == 4
+
+
+# -- recording every example, each in a fresh process (a CPU stand-in for CUDA) -----------------
+
+#: A stand-in example: it records where and how it ran, then fails if its name says so.
+STAND_IN = """\
+import json, os, sys
+import torch_pitfalls
+
+report = {
+    "cwd": os.getcwd(),
+    "record": os.environ.get("TORCH_PITFALLS_RECORD"),
+    "device": os.environ.get("TORCH_PITFALLS_DEVICE"),
+    "backend": os.environ.get("MPLBACKEND"),
+    "helpers": os.path.dirname(torch_pitfalls.__file__),
+    "modules": sorted(name for name in sys.modules if name.startswith("torch_pitfalls.")),
+}
+name = os.path.basename(__file__)
+with open(os.path.join(os.environ["STAND_IN_OUT"], name + ".json"), "w") as file:
+    json.dump(report, file)
+if "fails" in name:
+    print("printed before the error", file=sys.stderr)
+    raise RuntimeError("the stand-in's own error")
+if "hangs" in name:
+    import time
+    time.sleep(60)
+"""
+
+
+@pytest.fixture
+def stand_ins(tmp_path, monkeypatch, recordings):
+    """An examples folder of stand-ins, CUDA said to be available, and where each one reports."""
+    examples, out = tmp_path / "examples", tmp_path / "out"
+    out.mkdir()
+    for name in ("topic/plot_first.py", "topic/plot_fails.py", "other/plot_last.py"):
+        (examples / name).parent.mkdir(parents=True, exist_ok=True)
+        (examples / name).write_text(STAND_IN)
+    monkeypatch.setenv("STAND_IN_OUT", str(out))
+    monkeypatch.setattr(recording.torch.cuda, "is_available", lambda: True)
+    return examples, out
+
+
+def test_recording_runs_each_example_in_a_fresh_process_and_reports_every_failure(
+    stand_ins, recordings, capsys
+):
+    examples, out = stand_ins
+    for slug in ("first", "fails", "last"):  # stale transcripts, deleted before each run
+        (recordings / f"{slug}.json").write_text("{}")
+    with pytest.raises(RuntimeError, match=r"1 of 3 examples failed on CUDA: \['fails'\]") as err:
+        recording.record_examples(examples)
+    assert "fails (exit status 1):" in str(err.value)
+    assert "printed before the error" in str(err.value)
+    assert "RuntimeError: the stand-in's own error" in str(err.value)
+    captured = capsys.readouterr()
+    assert captured.out.splitlines() == [
+        "recording other/plot_last.py",
+        "recording topic/plot_fails.py",
+        "recording topic/plot_first.py",  # tried after the failure
+    ]
+    assert "RuntimeError: the stand-in's own error" in captured.err  # shown as it happens
+    assert not list(recordings.glob("*.json"))
+    helpers = str(Path(recording.__file__).resolve().parent)
+    for name, folder in [("plot_first", "topic"), ("plot_fails", "topic"), ("plot_last", "other")]:
+        report = json.loads((out / f"{name}.py.json").read_text())
+        assert report["cwd"] == str(examples / folder)
+        assert (report["record"], report["device"], report["backend"]) == ("1", "cuda", "Agg")
+        assert str(Path(report["helpers"]).resolve()) == helpers
+        assert report["modules"] == []  # a fresh interpreter: no state of this process
+
+
+def test_recording_only_some_examples_by_slug_or_path(stand_ins, capsys):
+    examples, out = stand_ins
+    assert recording.record_examples(examples, ["first", str(examples / "other/plot_last.py")]) == 2
+    assert sorted(p.name for p in out.iterdir()) == ["plot_first.py.json", "plot_last.py.json"]
+    assert recording.record_examples(examples, ["topic/plot_first.py", "first"]) == 1
+    with pytest.raises(ValueError, match=r"nor the slug of one .*\['no-such-page'\]"):
+        recording.record_examples(examples, ["first", "no-such-page"])
+    recording.main([str(examples), "last"])
+    assert capsys.readouterr().out.splitlines()[-2:] == [
+        "recording other/plot_last.py",
+        f"recorded the CUDA sections of 1 examples into {recording.recordings_dir()}",
+    ]
+
+
+def test_recording_kills_an_example_that_runs_too_long(stand_ins):
+    examples, _ = stand_ins
+    (examples / "topic/plot_hangs.py").write_text(STAND_IN)
+    start = time.monotonic()
+    with pytest.raises(RuntimeError, match=r"\['hangs'\](.|\n)*killed after 3"):
+        recording.record_examples(examples, ["hangs"], timeout=3)
+    assert time.monotonic() - start < 30
+
+
+def test_recording_needs_cuda(tmp_path, monkeypatch):
+    monkeypatch.setattr(recording.torch.cuda, "is_available", lambda: False)
+    with pytest.raises(RuntimeError, match="needs CUDA"):
+        recording.record_examples(tmp_path)

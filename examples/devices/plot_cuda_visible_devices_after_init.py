@@ -47,6 +47,7 @@ from torch_pitfalls import cuda_section, get_device, run_isolated
 
 device = get_device()
 print(f"device: {device}")
+VERSION = tuple(int(part) for part in torch.__version__.split(".")[:2])
 
 CUDA_CHILD = """
 import json, os
@@ -97,13 +98,17 @@ with cuda_section(device, "hiding the GPUs after the first CUDA tensor") as live
         print("GPUs this page's own process sees:", gpus)
         late = run_child("after the first CUDA tensor")
         assert late["is_available"] and late["tensor_on"] == "cuda:0"
-        assert late["next_tensor_on"] == "cuda:0"
-        assert late["device_count_at_end"] == gpus and late["is_available_at_end"]
+        assert late["next_tensor_on"] == "cuda:0" and late["is_available_at_end"]
+        # the GPUs the process saw at first since PyTorch 2.12, 0 before (see "Changed in 2.12")
+        assert late["device_count_at_end"] == (gpus if VERSION >= (2, 12) else 0)
 
 # %%
 # After ``CUDA_VISIBLE_DEVICES=""`` the process should see no GPU at all.
 # What the block asserts, and so checks on every GPU run: the next tensor still lands on
-# ``cuda:0``, and :func:`torch.cuda.device_count` still counts the GPUs the process saw at first.
+# ``cuda:0``, and :func:`torch.cuda.is_available` still says ``True``.
+# :func:`torch.cuda.device_count` still counts the GPUs the process saw at first since PyTorch
+# 2.12; before, it counts none, while the process goes on using its GPU (see "Changed in PyTorch
+# 2.12" below).
 # The reports below set ``"1"`` instead of ``""``: the same mechanism left their ``cuda:0`` on the
 # first GPU of the machine.
 #
@@ -185,8 +190,12 @@ quote(torch.cuda._nvml_based_avail, "PYTORCH_NVML_BASED_CUDA_CHECK")
 quote(
     torch.cuda.device_count,
     "if _cached_device_count is not None:",
-    "if _initialized or",
-    "nvml_count = _device_count_nvml()",
+    # 2.12 and later ask the driver once CUDA is initialised (see "Changed in PyTorch 2.12")
+    *(
+        ("if _initialized or", "nvml_count = _device_count_nvml()")
+        if VERSION >= (2, 12)
+        else ("_device_count_nvml()",)
+    ),
     "Do not cache the device count prior to CUDA initialization",
     "the number of devices can change due to changes to CUDA_VISIBLE_DEVICES",
     "if _initialized:",
@@ -241,7 +250,7 @@ with cuda_section(device, "hiding the GPUs at earlier moments") as live:
         assert after_check["is_available"] and not after_check["is_initialized"]
         assert after_check["device_count"] == 0  # NVML and the new value: no GPU
         assert after_check["tensor_on"] == "cuda:0"  # the driver: the GPUs it read at first
-        assert after_check["device_count_at_end"] == gpus
+        assert after_check["device_count_at_end"] == (gpus if VERSION >= (2, 12) else 0)
 
         after_imports = run_child("after import torch")
         at_start = run_child("before the process starts", CUDA_VISIBLE_DEVICES="")
@@ -257,7 +266,8 @@ with cuda_section(device, "hiding the GPUs at earlier moments") as live:
 # %%
 # What the block asserts on a GPU: hidden after ``is_available()``, the GPUs are gone for
 # ``device_count()`` (0) but not for the driver: the tensor lands on ``cuda:0``, and from then on
-# ``device_count()`` reports the GPUs the driver read at the start.
+# ``device_count()`` reports the GPUs the driver read at the start (since PyTorch 2.12; before, it
+# goes on reporting 0).
 # Hidden right after ``import torch``, or before the process starts, the GPUs are really gone:
 # CUDA is unavailable and creating a CUDA tensor fails with ``No CUDA GPUs are available``.
 # With ``PYTORCH_NVML_BASED_CUDA_CHECK=1``, ``is_available()`` asks NVML and leaves the driver
@@ -305,6 +315,25 @@ assert "the second call: set CUDA_VISIBLE_DEVICES before importing torch" in gua
 # * Inside a running process, choose the GPU by index instead: ``torch.device("cuda:1")`` or
 #   :func:`torch.cuda.set_device` work at any time, on the GPUs the driver listed.
 #
+# Changed in PyTorch 2.12: device_count() asks the driver once CUDA is initialised
+# --------------------------------------------------------------------------------
+#
+# Up to PyTorch 2.11, :func:`torch.cuda.device_count` asked NVML with the variable's current value
+# even after CUDA was initialised, and cached that answer: in a process that hid its GPUs after
+# its first CUDA tensor, it said 0 while the process went on using its GPU, and
+# :func:`torch.cuda.is_available`, which asks the driver, said ``True``.
+# Since 2.12 it asks the driver once CUDA is initialised, or while it initialises (the line
+# ``if _initialized or`` of its source; `pull request #175355
+# <https://github.com/pytorch/pytorch/pull/175355>`_, "Fix device count inconsistency in
+# torch.cuda during lazy initialization").
+# **Either way, a late change of the variable moves the process to no other GPU: only the count
+# that device_count() reports differs.**
+
+asks_driver = "if _initialized or" in inspect.getsource(torch.cuda.device_count)
+print("device_count() asks the driver once CUDA is initialised:", asks_driver)
+assert asks_driver == (VERSION >= (2, 12))
+
+# %%
 # A real-world report
 # -------------------
 #

@@ -35,13 +35,17 @@ Helpers used: :func:`~torch_pitfalls.get_device`, :func:`~torch_pitfalls.run_ran
 # ``fully_shard`` (FSDP2) is public as ``torch.distributed.fsdp.fully_shard`` since PyTorch 2.6;
 # 2.4 and 2.5 have it as ``torch.distributed._composable.fsdp.fully_shard``.
 # It runs here on two ranks of a gloo process group on the CPU (:func:`~torch_pitfalls.run_ranks`
-# starts them and leaves nothing running), with CPU tensors whatever the page's device; a release
-# whose ``fully_shard`` cannot shard a CPU model (2.4 to 2.6: see "Changed in PyTorch 2.7" below)
-# says so below instead of showing the experiment.
+# starts them and leaves nothing running), with CPU tensors whatever the page's device: on a
+# machine with a GPU, ``fully_shard`` would move the model to the GPU (its default mesh is on the
+# machine's accelerator), so the ranks give it a mesh of CPU devices,
+# ``init_device_mesh("cpu", (world_size,))``.
+# A release whose ``fully_shard`` cannot shard a CPU model (2.4 to 2.6: see "Changed in PyTorch
+# 2.7" below) says so below instead of showing the experiment.
 import re
 
 import torch
 from torch import nn
+from torch.distributed.device_mesh import init_device_mesh
 
 from torch_pitfalls import get_device, run_ranks
 
@@ -70,11 +74,12 @@ def one_step(model, optimizer, rank):
 
 
 def optimizer_before_and_after(rank, world_size):
+    mesh = init_device_mesh("cpu", (world_size,))  # CPU tensors, on a machine with a GPU too
     # the mistake: the optimizer first, then fully_shard
     model = make_model()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     old = list(model.parameters())
-    fully_shard(model)
+    fully_shard(model, mesh=mesh)
     new = list(model.parameters())
     found = {
         "moved, optimizer built before": one_step(model, optimizer, rank),
@@ -89,7 +94,7 @@ def optimizer_before_and_after(rank, world_size):
     }
     # the fix: fully_shard first, then the optimizer
     model = make_model()
-    fully_shard(model)
+    fully_shard(model, mesh=mesh)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     found["moved, optimizer built after"] = one_step(model, optimizer, rank)
     found["weights after"] = [p.full_tensor().tolist() for p in model.parameters()]

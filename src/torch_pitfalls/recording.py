@@ -27,9 +27,10 @@ import io
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -364,42 +365,157 @@ def stale_differences(
     return problems
 
 
-def record_examples(examples: Path) -> int:
-    """Run every example on CUDA in this process, recording its CUDA sections (``nox -s cuda``).
+def _examples_to_record(examples: Path, only: Sequence[str | os.PathLike[str]]) -> list[Path]:
+    """The example files under ``examples`` named by ``only`` (paths or slugs), or all of them.
 
-    Returns the number of examples run. Every example is tried; if any raised, a
-    :class:`RuntimeError` naming each failing example is raised at the end (its traceback is
-    printed to standard error first), so that one GPU session shows every failure.
+    Raises:
+        ValueError: a name is neither an example file nor the slug of one.
     """
-    import runpy
-    import traceback
+    paths = sorted(examples.glob("*/plot_*.py"))
+    if not only:
+        return paths
+    by_slug = {catalog.slug_of(path): path for path in paths}
+    chosen: list[Path] = []
+    unknown: list[str] = []
+    for name in only:
+        for candidate in (Path(name), examples / name):
+            if candidate.is_file() and catalog.slug_of(candidate):
+                path = candidate
+                break
+        else:
+            path = by_slug.get(catalog.slug_of(name) or str(name).strip())
+        if path is None:
+            unknown.append(str(name))
+        elif path.resolve() not in {p.resolve() for p in chosen}:
+            chosen.append(path)
+    if unknown:
+        raise ValueError(f"not an example file nor the slug of one under {examples}: {unknown}")
+    return chosen
 
+
+def _run_example(path: Path, env: dict[str, str], timeout: float) -> tuple[int, str]:
+    """Run one example as ``python plot_<slug>.py`` in its own folder; its exit status and
+    standard error. A run past ``timeout`` is killed with everything it started."""
+    child = subprocess.Popen(
+        [sys.executable, path.name],
+        cwd=path.parent,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        errors="replace",
+        start_new_session=True,  # its own process group: a timeout kills its workers and ranks too
+    )
+    try:
+        _, stderr = child.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        _, stderr = child.communicate()
+        return -signal.SIGKILL, f"{stderr}\n[killed after {timeout} s]\n"
+    finally:
+        if child.poll() is None:  # an interruption (Ctrl-C) while waiting: leave nothing behind
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+    return child.returncode, stderr
+
+
+#: Lines of each failing example's standard error that the final error repeats.
+FAILURE_LINES = 30
+
+
+def record_examples(
+    examples: Path, only: Sequence[str | os.PathLike[str]] = (), *, timeout: float = 900.0
+) -> int:
+    """Run the examples on CUDA, each in a fresh Python process, recording their CUDA sections
+    (``nox -s cuda``; ``python -m torch_pitfalls.recording examples [path or slug ...]``).
+
+    Each example runs as ``python plot_<slug>.py`` in its own folder (as the docs build runs it),
+    with this process's environment plus ``TORCH_PITFALLS_RECORD=1``,
+    ``TORCH_PITFALLS_DEVICE=cuda`` and ``MPLBACKEND=Agg`` (and this copy of
+    :mod:`torch_pitfalls` first on ``PYTHONPATH``), so that no example inherits the CUDA state,
+    the autograd engine's threads or the memory of another. Its transcript is deleted first, so
+    that no stale section survives.
+
+    Args:
+        examples: the folder of the examples (the repository's ``examples/``).
+        only: the examples to record, as paths of their files or their slugs; all when empty (a
+            short GPU session can re-record the ones that failed).
+        timeout: seconds (``float`` > 0) an example may run before it is killed, with the
+            processes it started.
+
+    Returns:
+        The number of examples run (``int``).
+
+    Raises:
+        RuntimeError: CUDA is not available; or, once every example has been tried, some failed:
+            the message names each one with its exit status and the end of its standard error
+            (the whole of it is printed to standard error as soon as it fails), so that one GPU
+            session shows every failure.
+        ValueError: a name of ``only`` is neither an example file nor the slug of one.
+    """
     if not torch.cuda.is_available():
         raise RuntimeError("recording CUDA transcripts needs CUDA, which is not available")
-    os.environ[RECORD_ENV] = "1"
-    os.environ["TORCH_PITFALLS_DEVICE"] = "cuda"
-    os.environ.setdefault("MPLBACKEND", "Agg")
-    paths = sorted(examples.glob("*/plot_*.py"))
-    failed: list[str] = []
+    if not timeout > 0:
+        raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
+    examples = Path(examples)
+    paths = _examples_to_record(examples, only)
+    package = str(Path(__file__).resolve().parents[1])  # this torch_pitfalls, in every example
+    env = {
+        **os.environ,
+        RECORD_ENV: "1",
+        "TORCH_PITFALLS_DEVICE": "cuda",
+        "MPLBACKEND": "Agg",
+        "PYTHONPATH": os.pathsep.join([package, *filter(None, [os.environ.get("PYTHONPATH")])]),
+    }
+    failed: list[tuple[str, int, str]] = []
     for path in paths:
-        print(f"recording {path.relative_to(examples)}", flush=True)
+        try:
+            shown = path.resolve().relative_to(examples.resolve())
+        except ValueError:  # a file named by its path, outside the examples' folder
+            shown = path
+        print(f"recording {shown}", flush=True)
         slug = catalog.slug_of(path)
         (recordings_dir() / f"{slug}.json").unlink(missing_ok=True)  # no stale sections survive
-        try:
-            with contextlib.redirect_stdout(io.StringIO()):
-                runpy.run_path(str(path), run_name="__main__")
-        except Exception:
-            traceback.print_exc()
-            failed.append(slug)
-        finally:
-            import matplotlib.pyplot as plt
-
-            plt.close("all")
+        code, stderr = _run_example(path, env, timeout)
+        if code != 0:
+            print(f"{slug} failed (exit status {code}):\n{stderr}", file=sys.stderr, flush=True)
+            failed.append((slug, code, stderr))
     if failed:
-        raise RuntimeError(f"{len(failed)} of {len(paths)} examples failed on CUDA: {failed}")
+        report = []
+        for slug, code, stderr in failed:
+            lines = stderr.rstrip().splitlines()
+            cut = ["..."] if len(lines) > FAILURE_LINES else []
+            tail = "\n".join(f"    {line}" for line in cut + lines[-FAILURE_LINES:])
+            report.append(f"{slug} (exit status {code}):\n{tail}")
+        raise RuntimeError(
+            f"{len(failed)} of {len(paths)} examples failed on CUDA: "
+            f"{[slug for slug, _, _ in failed]}\n" + "\n".join(report)
+        )
     return len(paths)
 
 
-if __name__ == "__main__":  # python -m torch_pitfalls.recording examples/
-    count = record_examples(Path(sys.argv[1] if len(sys.argv) > 1 else "examples"))
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m torch_pitfalls.recording [examples] [path or slug ...] [--timeout SECONDS]``."""
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m torch_pitfalls.recording",
+        description="Run the examples on CUDA, each in a fresh process, and record their CUDA "
+        "sections.",
+    )
+    parser.add_argument("examples", nargs="?", default="examples", help="the examples' folder")
+    parser.add_argument(
+        "only", nargs="*", help="record only these examples (paths of their files, or slugs)"
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=900.0, help="seconds an example may run (default 900)"
+    )
+    arguments = parser.parse_args(argv)
+    count = record_examples(Path(arguments.examples), arguments.only, timeout=arguments.timeout)
     print(f"recorded the CUDA sections of {count} examples into {recordings_dir()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
