@@ -143,6 +143,7 @@ def _fresh_rank_main(spec: dict) -> None:
         sys.stdout.flush()
         _write_atomically(spec["result"], pickle.dumps(outcome))
 
+    _load_like_the_caller(spec.get("modules", ()))
     try:
         import cloudpickle
 
@@ -158,6 +159,33 @@ def _fresh_rank_main(spec: dict) -> None:
     sys.stderr.flush()
     # as multiprocessing's ranks do: no interpreter teardown (a second or so with torch loaded)
     os._exit(0)
+
+
+def _load_like_the_caller(modules) -> None:
+    """In a fresh rank, before the rendezvous: import the torch modules the caller had imported,
+    and ask whether an accelerator is available, as the caller did when it chose this start.
+
+    A forked rank inherits both; a fresh one would otherwise pay for them inside ``fn``, at
+    different moments on different ranks (DDP's constructor imports and asks lazily), which a
+    collective with a short timeout does not wait for: on a GPU machine, ranks of
+    ddp-rank-divergent-collectives, whose group gives up after one second, timed out in
+    ``DistributedDataParallel``'s first collective. A module that cannot be imported here is
+    skipped: ``fn`` fails on it as it would have, if it needs it.
+    """
+    import importlib
+
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001  (any module: a plugin, a private one)
+            continue
+    import torch
+
+    accelerator = getattr(torch, "accelerator", None)
+    if accelerator is not None and hasattr(accelerator, "is_available"):
+        accelerator.is_available()
+    else:
+        torch.cuda.is_available()
 
 
 def _fork_is_safe() -> bool:
@@ -380,6 +408,11 @@ def _run_fresh(fn, world_size, backend, timeout) -> list[Any]:
         printed = [os.path.join(folder, f"rank-{rank}.out") for rank in range(world_size)]
         processes: list[subprocess.Popen] = []
         taken: set[int] = set()
+        modules = sorted(
+            name
+            for name, module in list(sys.modules.items())
+            if module is not None and (name == "torch" or name.startswith("torch."))
+        )
 
         def receive(wait):
             end = time.monotonic() + wait
@@ -411,6 +444,7 @@ def _run_fresh(fn, world_size, backend, timeout) -> list[Any]:
                     "fn": fn_path,
                     "result": results[rank],
                     "alarm": int(timeout + TEARDOWN) + 30,
+                    "modules": modules,
                 }
                 with open(printed[rank], "wb") as output:  # the child holds its own copy
                     processes.append(

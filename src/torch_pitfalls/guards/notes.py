@@ -39,7 +39,9 @@ class Notes:
             return
         note = self.message(rule_id)
         error.add_note(note)
-        place = _user_place()
+        # A stack without a frame of the user's code (seen on CUDA with PyTorch 2.11 for an error
+        # raised by a backward: TP009's fixture was placed nowhere): the backward being run.
+        place = _user_place() or getattr(self, "backward_place", None)
         filename, lineno = (place.filename, place.lineno) if place else ("", 0)
         if (rule_id, filename, lineno) not in self._seen:  # the rule's check may have found it
             self._seen.add((rule_id, filename, lineno))
