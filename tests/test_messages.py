@@ -313,6 +313,14 @@ def _deterministic(warn_only):
         torch.use_deterministic_algorithms(False)
 
 
+def _cudagraph_output_overwritten():
+    net = nn.Linear(4, 3).cuda().eval()
+    compiled = torch.compile(net, mode="reduce-overhead")
+    with torch.no_grad():
+        outputs = [compiled(batch) for batch in torch.randn(4, 8, 4, device="cuda")]
+        torch.cat(outputs)
+
+
 def _unsafe_autocast():
     with torch.autocast("cuda"):
         nn.BCELoss()(torch.rand(3, device="cuda"), torch.rand(3, device="cuda"))
@@ -584,6 +592,7 @@ CUDA_PRODUCERS = [
     lambda: torch.ones(2, device="cuda").numpy(),
     lambda: torch.ones(2, device="cuda") + torch.ones(2),
     _unsafe_autocast,
+    _cudagraph_output_overwritten,
 ]
 
 #: CUDA errors that leave the process's CUDA context unusable: made in a child process, whose
@@ -608,6 +617,7 @@ NEEDS_CUDA = {
     r"Expected all tensors to be on the same device",
     r"unsafe to autocast",
     r"Cannot re-initialize CUDA in forked subprocess",
+    r"accessing tensor output of CUDAGraphs that has been overwritten by a subsequent run",
 }
 """Entries (and page assertions matched by them) that only a CUDA device can produce."""
 
@@ -622,8 +632,7 @@ PAGE_NEEDS_CUDA = {
     "Expected all tensors to be on the same device",
     "unsafe to autocast",
     "Cannot re-initialize CUDA in forked subprocess",
-    # compile-cudagraph-overwritten: CUDAGraph Trees only; no entry yet (no CPU producer exists)
-    "overwritten by a subsequent run",
+    "overwritten by a subsequent run",  # compile-cudagraph-overwritten: CUDAGraph Trees only
 }
 PAGE_NEEDS_NO_ACCELERATOR = {
     "Cannot access accelerator device when none is available"
