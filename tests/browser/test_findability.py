@@ -43,25 +43,30 @@ TARGETS = {"en": (0.90, 0.97), "zh_CN": (0.85, 0.97)}
 #: pages and variants: en 87.7% / 96.3%, zh 88.6% / 96.7% (measured on the site of 48ce89d; the
 #: issue quoted 87.4% in English); after the search changes of issue 24's held-out round (the
 #: scorer, Chinese bigrams, readers' phrases): en 88.7% / 97.7%, zh 89.9% / 97.1%; after the
-#: messages added to pages at stop 34 (and their 8 queries, set 6), below.
-FLOORS = {"en": (0.888, 0.977), "zh_CN": (0.903, 0.970)}
+#: messages added to pages at stop 34 (and their 8 queries, set 6): en 88.8% / 97.7%, zh 90.3% /
+#: 97.0%; with the first CUDA recordings (23 pages, H200), a printed message a phrase only of the
+#: page the registry names for it, and labelled error lines read with their alignment, below.
+FLOORS = {"en": (0.898, 0.977), "zh_CN": (0.909, 0.970)}
 #: The held-out set: written by someone who had read neither the search phrases nor the other sets,
 #: and measured before any change to the search (issue 24's targets are judged on it). Its own
 #: floors, (rank 1, top 3) per language, a ratchet like FLOORS; FLOORS apply to the other sets.
 #: Measured before any change, December 2026 (227 queries, all 100 pages): en 88.5% / 98.2%,
 #: zh 87.7% / 97.4%; error index 75.0% of its 72 pasted messages. After that round (which added
 #: phrases for readers' words that some of its misses showed, so it is no longer blind): en 91.2% /
-#: 98.2%, zh 91.2% / 99.1%; after the messages added to pages at stop 34, below.
+#: 98.2%, zh 91.2% / 99.1%; after the messages added to pages at stop 34: en 92.0% / 99.1%,
+#: zh 91.2% / 99.1%; with the CUDA recordings, below.
 HELD_OUT = "set 5"
-HELD_OUT_FLOORS = {"en": (0.920, 0.991), "zh_CN": (0.912, 0.991)}
+HELD_OUT_FLOORS = {"en": (0.920, 0.991), "zh_CN": (0.921, 0.991)}
 #: The error index, searched with Ctrl+F: the share of pasted first lines that reach their page
 #: (sets 1-2 alone: 86.4%; sets 1-3 at 100 pages: at least 82.8%; all 607 queries: 77.7%; with
 #: the harness's reading of tracebacks and Chinese queries and the declared log lines, below; most
 #: of the misses CUDA-only messages that no page prints on this machine, issue 28): 86.7% / 83.3%
-#: (held out); after stop 34's pages print the BCELoss, Conv1d, LSTM, bmm and 0-dim index errors,
-#: below.
-ERROR_INDEX_FLOOR = 0.877
-HELD_OUT_ERROR_INDEX_FLOOR = 0.861
+#: (held out); after stop 34's pages print the BCELoss, Conv1d, LSTM, bmm and 0-dim index errors:
+#: 87.7% / 86.1%; with the first CUDA recordings (H200, December 2026), below: the misses left are
+#: CUDA messages no page prints yet (out of memory, NCCL's watchdog, index_add_'s
+#: nondeterminism), older wordings and lines of a traceback that are not its first.
+ERROR_INDEX_FLOOR = 0.908
+HELD_OUT_ERROR_INDEX_FLOOR = 0.902
 
 #: Runs one query through the search page's code; returns the docnames in the displayed order.
 RANK_JS = """

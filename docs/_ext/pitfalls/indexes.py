@@ -31,7 +31,7 @@ SYMPTOM_INDEX = "symptoms"
 #: A message's line: ``Class: message``, alone or after a label for an error that an output
 #: puts before it (``child's error: torch.AcceleratorError: CUDA error: …``, ``last error line:``).
 MESSAGE_LINE = re.compile(
-    r"^(?:[\w' ]*\berror(?: line)?: )?"
+    r"^(?:[\w' ]*\berror(?: line)?: +)?"
     r"((?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Warning|Exception)): (\S.*)$"
 )
 #: The project's own warnings (the detectors): not PyTorch's messages.

@@ -556,19 +556,37 @@ def scorer_path(language: str) -> Path:
     return DOCS / "_build" / "search-scorer" / f"{language}.js"
 
 
+#: The weight of a printed message on the page that the registry of PyTorch's messages names for
+#: it (:mod:`torch_pitfalls.messages`), over a message no entry names.
+EXPLAINING_PAGE_WEIGHT = 10
+
+
 def scorer_phrases(printed: list[Printed], language: str = "zh_CN") -> dict[str, list]:
-    """docname → ``[phrase, weight]``, and ``[message, 0, section id]`` for a message the page
-    printed (a search result for it opens that section): declared phrases weigh more."""
+    """docname → ``[phrase, weight]``, and ``[message, weight, section id]`` for a message the
+    page printed (a search result for it opens that section): declared phrases weigh most, then
+    a message printed on the page the registry names for it, then one that no entry names.
+
+    A message that the registry names for another page is printed here in passing, and is no
+    phrase of this page (its words are still in the page's text): since the CUDA recordings,
+    four pages print "Expected all tensors to be on the same device", and the pasted message
+    found register-buffer's recording, which printed its exact wording, before
+    device-agnostic-code, the page that explains it."""
+    from torch_pitfalls import messages
+
     phrases: dict[str, list] = {}
     for page in catalog.pages():
         declared = search_phrases(page.slug, language)
         phrases.setdefault(page.docname, []).extend([p, 20] for p in declared)
     for item in printed:
         known = phrases.setdefault(item.docname, [])
+        owner = messages.find(item.kind.rsplit(".", 1)[-1], item.message)
+        if owner is not None and catalog.docname(owner.slug) != item.docname:
+            continue
+        weight = EXPLAINING_PAGE_WEIGHT if owner is not None else 0
         for text in (item.message, message_head(item.message)):
             same = [entry for entry in known if entry[0] == text]
             if not same:
-                known.append([text, 0, item.section])
+                known.append([text, weight, item.section])
             elif len(same[0]) == 2:  # a declared phrase: it opens the section too
                 same[0].append(item.section)
     return phrases
