@@ -251,11 +251,11 @@ def run_ranks(
       fork-based multiprocessing" (`PyTorch wiki: Autograd and Fork
       <https://github.com/pytorch/pytorch/wiki/Autograd-and-Fork>`_), even a CPU one.
     * ``"fresh"``: a new Python interpreter (``sys.executable``, this process's ``sys.path`` and
-      environment) that imports only ``torch_pitfalls.ranks`` and runs ``fn``, sent to it
-      pickled with ``cloudpickle`` (by value when it is defined in the calling script), so that
-      the caller's script is not run again in every rank. Each rank imports :mod:`torch` anew,
-      about a second or two more per call than ``"fork"``. What ``fn`` prints is printed here,
-      rank after rank, once the ranks have finished.
+      environment) that imports ``torch_pitfalls.ranks`` and the torch modules this process had
+      imported, and runs ``fn``, sent to it pickled with ``cloudpickle`` (by value when it is
+      defined in the calling script), so that the caller's script is not run again in every
+      rank. Each rank imports :mod:`torch` anew, a few seconds more per call than ``"fork"``.
+      What ``fn`` prints is printed here, rank after rank, once the ranks have finished.
     * ``"spawn"`` or ``"forkserver"``: :mod:`multiprocessing`'s; ``fn`` must be importable, and
       the child runs the top level of the caller's ``__main__`` module again.
 
