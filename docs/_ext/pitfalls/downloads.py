@@ -100,17 +100,22 @@ def build_wheel(target: Path) -> Path:
 
 
 def requirements(source: str) -> list[str]:
-    """What a page needs besides torch and the helpers: ``matplotlib``, ``numpy``."""
+    """What a page needs besides torch and the helpers: ``matplotlib``, ``numpy``, and
+    ``cloudpickle`` for a page that starts ranks (:func:`~torch_pitfalls.run_ranks` sends them
+    their function with it on a machine with a GPU)."""
     needs = []
     if "matplotlib" in source:
         needs.append("matplotlib")
     elif re.search(r"\bimport numpy\b|\.numpy\(\)", source):
         needs.append("numpy")
+    if "run_ranks" in source:
+        needs.append("cloudpickle")
     return needs
 
 
 def install_line(source: str) -> str:
-    """``pip install <wheel URL> [matplotlib|numpy]`` for the page whose source is ``source``."""
+    """``pip install <wheel URL> [matplotlib|numpy] [cloudpickle]`` for the page whose source is
+    ``source``."""
     return " ".join(["pip install", wheel_url(), *requirements(source)])
 
 
