@@ -161,9 +161,16 @@ def _fresh_rank_main(spec: dict) -> None:
     os._exit(0)
 
 
+#: The packages whose modules a fresh rank imports before the rendezvous when the caller has them
+#: (not every torch module the caller has: a test process holds Dynamo's and Inductor's, several
+#: seconds of imports per rank for nothing).
+_MIRRORED = ("torch.distributed", "torch.nn.parallel")
+
+
 def _load_like_the_caller(modules) -> None:
-    """In a fresh rank, before the rendezvous: import the torch modules the caller had imported,
-    and ask whether an accelerator is available, as the caller did when it chose this start.
+    """In a fresh rank, before the rendezvous: import the distributed modules the caller had
+    imported (:data:`_MIRRORED`), and ask whether an accelerator is available, as the caller did
+    when it chose this start.
 
     A forked rank inherits both; a fresh one would otherwise pay for them inside ``fn``, at
     different moments on different ranks (DDP's constructor imports and asks lazily), which a
@@ -251,10 +258,11 @@ def run_ranks(
       fork-based multiprocessing" (`PyTorch wiki: Autograd and Fork
       <https://github.com/pytorch/pytorch/wiki/Autograd-and-Fork>`_), even a CPU one.
     * ``"fresh"``: a new Python interpreter (``sys.executable``, this process's ``sys.path`` and
-      environment) that imports ``torch_pitfalls.ranks`` and the torch modules this process had
-      imported, and runs ``fn``, sent to it pickled with ``cloudpickle`` (by value when it is
-      defined in the calling script), so that the caller's script is not run again in every
-      rank. Each rank imports :mod:`torch` anew, a few seconds more per call than ``"fork"``.
+      environment) that imports ``torch_pitfalls.ranks`` and the distributed modules this
+      process had imported, and runs ``fn``, sent to it pickled with ``cloudpickle`` (by value
+      when it is defined in the calling script), so that the caller's script is not run again in
+      every rank. Each rank imports :mod:`torch` anew, a few seconds more per call than
+      ``"fork"``.
       What ``fn`` prints is printed here, rank after rank, once the ranks have finished.
     * ``"spawn"`` or ``"forkserver"``: :mod:`multiprocessing`'s; ``fn`` must be importable, and
       the child runs the top level of the caller's ``__main__`` module again.
@@ -411,7 +419,7 @@ def _run_fresh(fn, world_size, backend, timeout) -> list[Any]:
         modules = sorted(
             name
             for name, module in list(sys.modules.items())
-            if module is not None and (name == "torch" or name.startswith("torch."))
+            if module is not None and name.startswith(_MIRRORED)
         )
 
         def receive(wait):
