@@ -80,7 +80,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from torch_pitfalls.lint.analyses.modules import RETURNS_SELF, assigned_names
+from torch_pitfalls.lint.analyses.modules import assigned_names, without_returns_self
 from torch_pitfalls.lint.analyses.scopes import FUNCTIONS, scopes, walk_with_paths
 from torch_pitfalls.lint.context import Context
 from torch_pitfalls.rules import _rule
@@ -154,12 +154,7 @@ def check(context: Context) -> Iterator[tuple[int, int]]:
 def _sequence_first(context: Context, value: ast.expr | None, stores: dict) -> bool:
     """Whether ``value`` constructs a Transformer layer (or stack of layers) whose input and
     output are sequence-first: ``batch_first`` not given, or ``False`` written out."""
-    while (
-        isinstance(value, ast.Call)
-        and isinstance(value.func, ast.Attribute)
-        and value.func.attr in RETURNS_SELF
-    ):
-        value = value.func.value
+    value = without_returns_self(value)
     if not isinstance(value, ast.Call):
         return False
     name = context.imports.qualified_name(value.func)

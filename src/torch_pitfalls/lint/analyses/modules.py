@@ -61,18 +61,25 @@ def module_classes(context) -> set[str]:
     return context.cache["module classes"]
 
 
-def constructed_class(context, value: ast.expr | None) -> str | None:
-    """For an expression that constructs a module, the class: its qualified name for a class of
-    ``torch.nn`` (``torch.nn.Linear``), its name for a class of this file; else None.
-
-    A construction may be followed by methods that return the module (``.to(device)``,
-    ``.eval()``)."""
+def without_returns_self(value: ast.expr | None) -> ast.expr | None:
+    """``value`` without the calls of methods that return the module itself (``.to(device)``,
+    ``.eval()``: :data:`RETURNS_SELF`) at its end."""
     while (
         isinstance(value, ast.Call)
         and isinstance(value.func, ast.Attribute)
         and value.func.attr in RETURNS_SELF
     ):
         value = value.func.value
+    return value
+
+
+def constructed_class(context, value: ast.expr | None) -> str | None:
+    """For an expression that constructs a module, the class: its qualified name for a class of
+    ``torch.nn`` (``torch.nn.Linear``), its name for a class of this file; else None.
+
+    A construction may be followed by methods that return the module (``.to(device)``,
+    ``.eval()``)."""
+    value = without_returns_self(value)
     if not isinstance(value, ast.Call):
         return None
     func = value.func
